@@ -1,0 +1,3 @@
+"""longdoc: long documents in, structured text in reading order out."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,156 @@
+"""One settings object, validated at start-up.
+
+Sources, lowest to highest precedence: built-in defaults, the YAML file
+(``--config FILE`` or ``LONGDOC_CONFIG``), environment variables
+``LONGDOC_<SECTION>__<KEY>`` (e.g. ``LONGDOC_INFERENCE__PAGE_CHUNK_SIZE=16``),
+then explicit overrides (CLI flags). Nothing else in longdoc reads the
+environment.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+from longdoc.errors import ConfigError
+
+OcrMode = Literal["auto", "force", "off"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ServiceSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    max_concurrency: int = Field(default=16, ge=1)
+    timeout_seconds: int = Field(default=600, ge=1)
+
+
+class InferenceSettings(_Section):
+    engine: str = "rapidocr"
+    model_path: str | None = None
+    page_chunk_size: int = Field(default=32, ge=1, description="pages per group (C)")
+    chunk_overlap: int = Field(default=2, ge=0, description="pages shared by consecutive groups (O)")
+    kv_cache_watermark: float = Field(default=0.8, gt=0.0, le=1.0)
+    workspace_budget_mb: int = Field(
+        default=1024, ge=16, description="workspace budget the watermark applies to"
+    )
+    dpi: int = Field(default=200, ge=50, le=600)
+    ocr: OcrMode = "auto"
+    workers: int = Field(default=0, ge=0, description="parallel page workers; 0 = one per core")
+    threads_per_worker: int = Field(default=1, ge=1)
+    page_timeout_seconds: float = Field(default=300.0, gt=0)
+
+    @model_validator(mode="after")
+    def _overlap_below_chunk(self) -> InferenceSettings:
+        if self.chunk_overlap >= self.page_chunk_size:
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than "
+                f"page_chunk_size ({self.page_chunk_size})"
+            )
+        return self
+
+    def effective_workers(self) -> int:
+        return self.workers or max(1, os.cpu_count() or 1)
+
+
+class StorageSettings(_Section):
+    url: str = "file://./data"
+
+
+class DatabaseSettings(_Section):
+    url: str = "sqlite:///./data/longdoc.db"
+
+
+class QueueSettings(_Section):
+    backend: Literal["embedded", "celery"] = "embedded"
+    broker_url: str | None = None
+
+
+class LimitSettings(_Section):
+    max_upload_mb: int = Field(default=200, ge=1)
+    max_pages: int = Field(default=2000, ge=1)
+    max_pixels: int = Field(default=60_000_000, ge=1, description="per page, at render DPI")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="LONGDOC_", env_nested_delimiter="__", extra="forbid"
+    )
+
+    service: ServiceSettings = ServiceSettings()
+    inference: InferenceSettings = InferenceSettings()
+    storage: StorageSettings = StorageSettings()
+    database: DatabaseSettings = DatabaseSettings()
+    queue: QueueSettings = QueueSettings()
+    limits: LimitSettings = LimitSettings()
+
+    yaml_file: ClassVar[Path | None] = None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if cls.yaml_file is not None:
+            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=cls.yaml_file))
+        return tuple(sources)
+
+
+def load_settings(
+    config_file: str | Path | None = None,
+    overrides: dict[str, dict[str, Any]] | None = None,
+) -> Settings:
+    """Build the effective settings.
+
+    ``config_file`` falls back to ``$LONGDOC_CONFIG``. ``overrides`` is
+    ``{section: {key: value}}`` (None values ignored) and wins over everything.
+    Raises :class:`ConfigError` naming the offending field.
+    """
+    path = config_file or os.environ.get("LONGDOC_CONFIG")
+    yaml_path: Path | None = None
+    if path:
+        yaml_path = Path(path)
+        if not yaml_path.is_file():
+            raise ConfigError(f"Config file {yaml_path} does not exist.")
+        try:
+            loaded = yaml.safe_load(yaml_path.read_text(encoding="utf-8"))
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"Config file {yaml_path} is not valid YAML: {exc}") from exc
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"Config file {yaml_path} must be a mapping of sections.")
+    init: dict[str, Any] = {}
+    for section, values in (overrides or {}).items():
+        clean = {k: v for k, v in values.items() if v is not None}
+        if clean:
+            init[section] = clean
+    klass = type("Settings", (Settings,), {"yaml_file": yaml_path})
+    try:
+        return klass(**init)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(f"Invalid configuration: {problems}") from exc
+
+
+def dump_settings(settings: Settings) -> str:
+    """The effective configuration as YAML."""
+    return yaml.safe_dump(settings.model_dump(mode="json"), sort_keys=False)

@@ -1,0 +1,197 @@
+"""Every failure a user can cause, with a stable code.
+
+One base class, :class:`LongdocError`. Each subclass fixes:
+
+- ``code``: stable snake_case identifier clients and scripts match on;
+- ``http_status``: what the HTTP surface answers;
+- ``exit_code``: what the CLI exits with;
+- ``retryable``: whether the same request may succeed later unchanged;
+- ``hint``: one sentence telling the user what to do.
+
+Surfaces (CLI, HTTP) translate errors in exactly one place each. Lower-level
+library errors are mapped into this hierarchy at the boundary where they are
+raised (never by matching message text). This module imports nothing from
+longdoc.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+# CLI exit codes (stable; documented in the README).
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_ENGINE_UNAVAILABLE = 3
+EXIT_BAD_INPUT = 4
+EXIT_UNREADABLE = 5
+EXIT_LIMIT = 6
+EXIT_ENCRYPTED = 8
+EXIT_CONFIG = 9
+EXIT_PARTIAL = 10
+EXIT_INTERNAL = 15
+
+
+class LongdocError(Exception):
+    """Base of every user-facing error.
+
+    ``message`` says what happened to *this* input; ``hint`` (class level,
+    overridable per instance) says what to do about it. ``context`` carries
+    machine-readable details (limits, counts) for JSON error bodies.
+    """
+
+    code: ClassVar[str] = "internal_error"
+    http_status: ClassVar[int] = 500
+    exit_code: ClassVar[int] = EXIT_INTERNAL
+    retryable: ClassVar[bool] = False
+    hint: str = "This is a bug in longdoc; please report it with the log."
+
+    def __init__(self, message: str, *, hint: str | None = None, **context: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        if hint is not None:
+            self.hint = hint
+        self.context = context
+
+    def __str__(self) -> str:
+        return f"{self.message} {self.hint}".strip()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe body: ``{code, message, hint, retryable, context}``."""
+        return {
+            "code": self.code,
+            "message": self.message,
+            "hint": self.hint,
+            "retryable": self.retryable,
+            "context": {k: v for k, v in self.context.items() if _json_scalar(v)},
+        }
+
+
+def _json_scalar(v: Any) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool, list))
+
+
+# --- input problems -------------------------------------------------------
+
+
+class InputError(LongdocError):
+    """The input document cannot be used as given."""
+
+    code = "bad_input"
+    http_status = 422
+    exit_code = EXIT_BAD_INPUT
+    hint = "Check that the file is a complete, valid document."
+
+
+class UnreadablePath(InputError):
+    code = "unreadable_path"
+    http_status = 400
+    exit_code = EXIT_UNREADABLE
+    hint = "Check that the path exists, is a regular file and is readable by this user."
+
+
+class UnsupportedType(InputError):
+    code = "unsupported_type"
+    http_status = 415
+    hint = "Send a PDF or an image (PNG, JPEG, TIFF, BMP, WebP); the type is read from the content, not the name."
+
+
+class CorruptFile(InputError):
+    code = "corrupt_file"
+    hint = "The file is damaged or truncated; re-export or re-download it and try again."
+
+
+class EncryptedPdf(InputError):
+    code = "encrypted_pdf"
+    exit_code = EXIT_ENCRYPTED
+    hint = "Remove the password protection (e.g. `qpdf --decrypt in.pdf out.pdf`) and submit the decrypted file."
+
+
+class EmptyDocument(InputError):
+    code = "empty_document"
+    hint = "The document has no pages; check that you sent the right file."
+
+
+class InvalidPageRange(InputError):
+    code = "invalid_page_range"
+    exit_code = EXIT_USAGE
+    hint = "Write pages as 1-based numbers and ranges, e.g. `1-20,35`, within the document's page count."
+
+
+class InvalidOption(LongdocError):
+    code = "invalid_option"
+    http_status = 400
+    exit_code = EXIT_USAGE
+    hint = "See `longdoc parse --help` for the accepted values."
+
+
+# --- limits ---------------------------------------------------------------
+
+
+class LimitExceeded(LongdocError):
+    code = "limit_exceeded"
+    http_status = 422
+    exit_code = EXIT_LIMIT
+    hint = "Split the document or ask the operator to raise the limit."
+
+
+class TooManyPages(LimitExceeded):
+    code = "too_many_pages"
+    hint = "Split the document, select pages with a page range, or raise `limits.max_pages`."
+
+
+class ImageTooLarge(LimitExceeded):
+    code = "image_too_large"
+    hint = "Downscale the image or page, or raise `limits.max_pixels` if you trust the source."
+
+
+class UploadTooLarge(LimitExceeded):
+    code = "upload_too_large"
+    http_status = 413
+    hint = "Split the document or raise `limits.max_upload_mb`."
+
+
+# --- configuration and engines --------------------------------------------
+
+
+class ConfigError(LongdocError):
+    code = "invalid_config"
+    http_status = 400
+    exit_code = EXIT_CONFIG
+    hint = "Fix the configuration file or option named above; `longdoc config show` prints the effective configuration."
+
+
+class UnknownEngine(ConfigError):
+    code = "unknown_engine"
+    hint = "Choose one of the engines listed above."
+
+
+class EngineUnavailable(LongdocError):
+    code = "engine_unavailable"
+    http_status = 503
+    exit_code = EXIT_ENGINE_UNAVAILABLE
+    retryable = True
+    hint = "Install the engine's dependencies or choose another engine."
+
+
+class EngineFailed(LongdocError):
+    """An engine crashed or timed out on one page; the page fails, not the job."""
+
+    code = "engine_failed"
+    http_status = 500
+    exit_code = EXIT_PARTIAL
+    retryable = True
+    hint = "Retry the page; if it keeps failing, try another engine or `--ocr force` at another DPI."
+
+
+class PageRenderFailed(LongdocError):
+    code = "page_render_failed"
+    http_status = 422
+    exit_code = EXIT_PARTIAL
+    hint = "This page could not be rendered; the rest of the document was still processed."
+
+
+class OutputError(LongdocError):
+    code = "output_unwritable"
+    http_status = 500
+    exit_code = EXIT_UNREADABLE
+    hint = "Check that the output folder is writable and has free space."

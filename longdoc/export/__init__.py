@@ -1,0 +1,12 @@
+"""Exports: Markdown, JSON and plain text, each a view of the document model.
+
+Writers stream page by page (memory does not grow with page count) into a
+temporary file renamed into place on ``close``, so a reader never sees a
+half-written export under its final name.
+"""
+
+from longdoc.export.markdown import page_markdown
+from longdoc.export.text import page_text
+from longdoc.export.writers import FORMATS, ExportSet, open_exports
+
+__all__ = ["FORMATS", "ExportSet", "open_exports", "page_markdown", "page_text"]

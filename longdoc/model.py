@@ -1,0 +1,192 @@
+"""The one document model every stage passes along and every export reads.
+
+Conventions:
+
+- Page numbers are **1-based** everywhere (``page``, ``source_pages``).
+- Boxes are ``BBox(x0, y0, x1, y1)`` in **PDF points** (1/72 inch) with the
+  origin at the **top-left** of the page, y growing downwards. An image
+  input's pixel becomes ``72 / image_dpi`` points (72 dpi assumed when the
+  file declares none).
+
+Document ─► Page (number, size, status, engine, timings) ─► Block (kind, bbox,
+reading order, source pages) ─► Line (bbox, text, confidence, page).
+
+This module depends on nothing else in longdoc.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "longdoc.document/1"
+
+
+class BBox(BaseModel):
+    """Axis-aligned box in points, top-left origin."""
+
+    model_config = ConfigDict(frozen=True)
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+    @property
+    def width(self) -> float:
+        return self.x1 - self.x0
+
+    @property
+    def height(self) -> float:
+        return self.y1 - self.y0
+
+    @property
+    def cx(self) -> float:
+        return (self.x0 + self.x1) / 2
+
+    @property
+    def cy(self) -> float:
+        return (self.y0 + self.y1) / 2
+
+    def union(self, other: BBox) -> BBox:
+        return BBox(
+            x0=min(self.x0, other.x0),
+            y0=min(self.y0, other.y0),
+            x1=max(self.x1, other.x1),
+            y1=max(self.y1, other.y1),
+        )
+
+    @staticmethod
+    def enclosing(boxes: list[BBox]) -> BBox:
+        if not boxes:
+            raise ValueError("enclosing() needs at least one box")
+        return BBox(
+            x0=min(b.x0 for b in boxes),
+            y0=min(b.y0 for b in boxes),
+            x1=max(b.x1 for b in boxes),
+            y1=max(b.y1 for b in boxes),
+        )
+
+
+class TextSource(str, Enum):
+    OCR = "ocr"
+    TEXT_LAYER = "text_layer"
+
+
+class Line(BaseModel):
+    """One line of text as recognized (OCR) or extracted (text layer)."""
+
+    text: str
+    bbox: BBox
+    confidence: float = Field(ge=0.0, le=1.0)
+    page: int = Field(ge=1, description="1-based page the line sits on")
+
+
+class BlockKind(str, Enum):
+    TITLE = "title"
+    HEADING = "heading"
+    PARAGRAPH = "paragraph"
+    LIST = "list"
+    TABLE = "table"
+    FIGURE = "figure"
+    CAPTION = "caption"
+    FOOTNOTE = "footnote"
+    SIDENOTE = "sidenote"
+    HEADER = "header"
+    FOOTER = "footer"
+    PAGE_NUMBER = "page_number"
+    FORMULA = "formula"
+
+
+#: Kinds kept out of the main text (Markdown/plain text) but present in JSON.
+FURNITURE_KINDS = frozenset({BlockKind.HEADER, BlockKind.FOOTER, BlockKind.PAGE_NUMBER})
+
+
+class Block(BaseModel):
+    """A unit of layout: a paragraph, heading, list, side note, header…
+
+    ``order`` is the reading-order index within the page (0-based, over all
+    blocks of the page including furniture). ``text`` is the block's text as
+    exports print it (lines joined, hyphenation at line ends removed).
+    ``source_pages`` lists every page the block's lines come from; a block
+    continued over a page break lives on its first page.
+    """
+
+    id: str
+    kind: BlockKind
+    bbox: BBox
+    order: int = Field(ge=0)
+    text: str
+    lines: list[Line] = Field(default_factory=list)
+    source_pages: list[int]
+    level: int | None = Field(default=None, description="heading level (1 = top)")
+    anchor: str | None = Field(
+        default=None, description="for side notes: id of the block it sits beside"
+    )
+
+
+class PageStatus(str, Enum):
+    OK = "ok"
+    FAILED = "failed"
+
+
+class ErrorInfo(BaseModel):
+    code: str
+    message: str
+    hint: str | None = None
+    page: int | None = None
+    retryable: bool = False
+
+
+class Page(BaseModel):
+    number: int = Field(ge=1, description="1-based page number in the source document")
+    width: float = Field(description="points")
+    height: float = Field(description="points")
+    status: PageStatus = PageStatus.OK
+    text_source: TextSource | None = Field(
+        default=None, description="text layer or OCR; None for a failed page"
+    )
+    ocr_reason: str | None = Field(
+        default=None, description="why this page went to OCR or not (ocr=auto)"
+    )
+    engine: str | None = None
+    engine_version: str | None = None
+    timings: dict[str, float] = Field(default_factory=dict, description="seconds per stage")
+    blocks: list[Block] = Field(default_factory=list)
+    error: ErrorInfo | None = None
+
+    def main_blocks(self) -> list[Block]:
+        """Blocks of the main text in reading order (furniture excluded)."""
+        return [b for b in sorted(self.blocks, key=lambda b: b.order) if b.kind not in FURNITURE_KINDS]
+
+
+class DocumentStatus(str, Enum):
+    SUCCEEDED = "succeeded"
+    PARTIAL = "partial"
+    FAILED = "failed"
+
+
+class SourceInfo(BaseModel):
+    name: str
+    sha256: str
+    media_type: str
+    page_count: int = Field(description="pages in the source file")
+    selected_pages: list[int] = Field(description="1-based pages processed, in order")
+
+
+class Document(BaseModel):
+    """Whole-document result. Exports stream it page by page; this class is
+    the schema of the JSON export and what tests load it back into."""
+
+    schema_: str = Field(default=SCHEMA_VERSION, alias="schema")
+    longdoc_version: str
+    source: SourceInfo
+    options: dict[str, Any] = Field(default_factory=dict)
+    status: DocumentStatus
+    pages: list[Page]
+    errors: list[ErrorInfo] = Field(default_factory=list)
+    timings: dict[str, float] = Field(default_factory=dict)
+
+    model_config = ConfigDict(populate_by_name=True)

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Debian packages the tests use: a CJK font for generated Chinese pages and
+# Tesseract for the optional second engine. Installs only what is missing;
+# without root (or apt) it says what to install and carries on: the tests
+# that need them are then skipped with that reason.
+set -uo pipefail
+need=()
+[ -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || need+=(fonts-wqy-microhei)
+command -v tesseract >/dev/null 2>&1 || need+=(tesseract-ocr tesseract-ocr-eng)
+[ -n "$(ls /usr/share/tesseract-ocr/*/tessdata/chi_sim.traineddata 2>/dev/null)" ] || need+=(tesseract-ocr-chi-sim)
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian packages: ${need[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null \
+        || echo "warning: could not install ${need[*]}; dependent tests will be skipped" >&2
+else
+    echo "note: install ${need[*]} (Debian) to run every test; dependent tests will be skipped" >&2
+fi
+exit 0
