@@ -1,0 +1,102 @@
+"""Grouping a pdfium glyph stream into line segments (no PDF needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from longdoc.ingest.pdf_text import Glyph, group_lines, to_display
+
+BREAK = Glyph("\r", None)
+NEWLINE = Glyph("\n", None)
+SPACE = Glyph(" ", None)
+
+
+def _word(
+    text: str, x: float, top: float, *, size: float = 10.0, advance: float = 6.0
+) -> list[Glyph]:
+    """Glyphs of ``text`` set left to right from ``x``, ``size`` tall."""
+    return [
+        SPACE if ch == " " else Glyph(ch, (x + i * advance, top, x + (i + 1) * advance, top + size))
+        for i, ch in enumerate(text)
+    ]
+
+
+def _texts(glyphs: list[Glyph]) -> list[str]:
+    return [line.text for line in group_lines(glyphs, 1, 600, 800)]
+
+
+def test_pdfium_line_breaks_start_new_lines() -> None:
+    glyphs = _word("first line", 50, 100) + [BREAK, NEWLINE] + _word("second line", 50, 114)
+    lines = group_lines(glyphs, 7, 600, 800)
+    assert [line.text for line in lines] == ["first line", "second line"]
+    assert lines[0].page == 7
+    assert lines[0].bbox.x0 == 50 and lines[0].bbox.y0 == 100 and lines[0].bbox.y1 == 110
+    assert lines[0].bbox.x1 == pytest.approx(50 + 10 * 6)
+
+
+def test_a_superscript_pdfium_broke_out_rejoins_its_line() -> None:
+    # "[3H]": pdfium puts line breaks around the raised "3"
+    glyphs = (
+        _word("[", 50, 100) + [BREAK, NEWLINE] + _word("3", 56, 97, size=6, advance=4)
+        + [BREAK, NEWLINE] + _word("H]deltorphin", 60, 100)
+    )
+    assert _texts(glyphs) == ["[3H]deltorphin"]
+
+
+def test_a_word_hyphenated_onto_the_next_line_is_split_there() -> None:
+    # pdfium joins "Übungsauf-" and "gabe" with no break between them
+    glyphs = _word("Übungsauf-", 400, 100) + _word("gabe und", 50, 114)
+    assert _texts(glyphs) == ["Übungsauf-", "gabe und"]
+
+
+def test_a_wide_gap_on_one_baseline_splits_columns() -> None:
+    glyphs = _word("left column", 50, 100) + [SPACE] + _word("right column", 320, 100)
+    assert _texts(glyphs) == ["left column", "right column"]
+
+
+def test_justified_word_gaps_do_not_split() -> None:
+    # a 15 pt gap: 1.5 line heights
+    glyphs = _word("wide", 50, 100) + [SPACE] + _word("gap", 50 + 4 * 6 + 15, 100)
+    assert _texts(glyphs) == ["wide gap"]
+
+
+def test_right_to_left_text_with_an_embedded_latin_word_stays_one_line() -> None:
+    # logical order: arabic word (right), then "Python" which sits to its left
+    arabic = [Glyph(ch, (500 - (i + 1) * 6, 100, 500 - i * 6, 110)) for i, ch in enumerate("بلغة")]
+    python = _word("Python", 500 - 4 * 6 - 3 - 6 * 6, 100)  # "P" is 2.4 line heights from "ة"
+    glyphs = arabic + [SPACE] + python
+    assert _texts(glyphs) == ["بلغة Python"]
+
+
+def test_vertical_text_is_one_segment() -> None:
+    # set bottom to top, as a side banner turned 90 degrees
+    glyphs = [
+        Glyph(ch, (560, 500 - (i + 1) * 6, 570, 500 - i * 6)) for i, ch in enumerate("Downloaded")
+    ]
+    assert _texts(glyphs) == ["Downloaded"]
+
+
+def test_lines_are_clipped_to_the_page_and_hidden_ones_dropped() -> None:
+    glyphs = _word("off page", 700, 100) + [BREAK] + _word("edge", 590, 100)
+    lines = group_lines(glyphs, 1, 600, 800)
+    assert [line.text for line in lines] == ["edge"]
+    assert lines[0].bbox.x1 == 600
+
+
+@pytest.mark.parametrize(
+    ("rotation", "expected"),
+    [
+        (0, (10, 30, 20, 50)),
+        (90, (30, 10, 50, 20)),  # turned clockwise: the left edge becomes the top
+        (180, (80, 30, 90, 50)),
+        (270, (30, 80, 50, 90)),
+    ],
+)
+def test_to_display(rotation: int, expected) -> None:
+    # crop box x 0..100, y 0..80 (user space, y up); box x 10..20, y 30..50
+    assert to_display((10, 30, 20, 50), (0, 0, 100, 80), rotation) == expected
+
+
+def test_a_character_without_a_box_is_kept_in_its_line() -> None:
+    glyphs = _word("caf", 50, 100) + [Glyph("\u0301", None)] + _word(" noir", 68, 100)
+    assert _texts(glyphs) == ["caf\u0301 noir"]
