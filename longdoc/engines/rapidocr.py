@@ -1,0 +1,387 @@
+"""The default page engine: RapidOCR (PP-OCRv6, ONNX Runtime, CPU).
+
+The models ship inside the ``rapidocr`` wheel, so it runs offline. Pages are
+recognized by a pool of worker processes, each holding one ``RapidOCR``
+object with one ONNX Runtime thread (one process per core is fastest).
+
+Defaults (:data:`~longdoc.engines.rapidocr_worker.DEFAULT_PARAMS`), measured
+on scans, one change at a time from 0.32 pages/s: line-orientation
+classifier off (English CER 4.5% → 0.2%), ONNX Runtime memory arena on
+(+39%), recognition batch 1 (+48%), detector side limit ``max`` 960 px
+(+44%); together ~1.1–1.3 pages/s on 2 cores at ≤0.28% CER. Taller boxes
+(``Det.unclip_ratio`` ≥ 2.0) drop double letters.
+
+Failure semantics (per page, never an exception): a page whose worker raises,
+runs past ``page_timeout_seconds`` (its worker is killed), or kills its worker
+process (crash, out of memory) comes back with ``error.code ==
+"engine_failed"``; the pool is restarted and the pages behind it are still
+recognized. When a worker dies, every page the pool lost is re-run *alone* in
+a fresh pool, so only a page that kills a worker by itself fails, and a
+worker killed from outside loses no page. Beyond that the engine does not
+retry: retrying is the pipeline's business (groups).
+
+Workers are started with ``forkserver`` (the fork server preloads RapidOCR's
+imports): first start ~1.1 s for 2 workers, the same as ``spawn``, but a pool
+restart after a failure takes ~0.35 s instead of 1.1–1.7 s.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import multiprocessing
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import closing
+from importlib.metadata import PackageNotFoundError, version
+from types import TracebackType
+from typing import Any
+
+from longdoc.engines import rapidocr_worker
+from longdoc.engines.base import EngineCapabilities, PageImage, RecognizedPage
+from longdoc.engines.rapidocr_worker import DEFAULT_PARAMS, RawPage
+from longdoc.engines.results import confidence, failed_page, quad_box
+from longdoc.engines.window import Slot, in_order
+from longdoc.errors import EngineUnavailable
+from longdoc.model import Line
+
+log = logging.getLogger(__name__)
+
+#: Workspace a page holds in a worker besides its image copies: ONNX Runtime
+#: activations of the detector (input capped at 960 px by ``Det.limit_side_len``)
+#: and of the recognizer at batch 1, plus RapidOCR's crops. Measured with
+#: psutil/getrusage as the peak-RSS growth of a warmed worker on a dense A4
+#: page (40 lines): 169 / 181 / 197 MB at 150 / 200 / 300 dpi, i.e. ~160 MB
+#: plus ~1.5 × the image. Not included (fixed per worker, not per page): a
+#: warmed worker's ~220 MB baseline, and the ~100 MB more the memory arena
+#: keeps after its first pages.
+ACTIVATION_BYTES = 160 * 1024 * 1024
+#: Copies of the page image alive while it is in flight: the caller's, the
+#: pickled one in the worker, and the worker's BGR copy.
+IMAGE_COPIES = 3
+
+#: Modules the fork server imports before forking workers. Importing them
+#: starts at most idle library pools (OpenBLAS), which handle fork; ONNX
+#: Runtime sessions, whose thread pools do not, are created after the fork,
+#: in each worker.
+FORKSERVER_PRELOAD = ("numpy", "onnxruntime", "rapidocr.main", "longdoc.engines.rapidocr_worker")
+_forkserver_preloaded = False
+
+_INSTALL_HINT = "Install `rapidocr` and `onnxruntime` (`pip install longdoc`) or choose another engine."
+
+
+def _package_version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "missing"
+
+
+class WorkerDied(Exception):
+    """A page's worker process died while it ran alone (the page's own doing)."""
+
+
+class RapidOcrEngine:
+    """RapidOCR over a pool of ``workers`` processes (in-process if ``workers <= 1``).
+
+    ``params`` are RapidOCR settings (dotted keys, e.g. ``"Det.limit_side_len"``)
+    applied over :data:`DEFAULT_PARAMS`. ``max_in_flight`` (default
+    ``2 × workers``) bounds how many pages are taken from the input and not
+    yet returned. ``start_method`` is the pool's multiprocessing start method
+    (``forkserver`` or ``spawn``; never ``fork``, which is unsafe with ONNX
+    Runtime threads). With ``workers <= 1`` pages run in the calling process:
+    a page that raises still fails alone, but ``page_timeout_seconds`` cannot
+    be enforced and a crash takes the caller down.
+
+    Not thread-safe: run one ``recognize`` at a time per engine.
+    """
+
+    name = "rapidocr"
+    #: the task the pool runs per page; test fakes override it.
+    page_task: Callable[[Any], RawPage] = staticmethod(rapidocr_worker.ocr_page)
+
+    def __init__(
+        self,
+        workers: int,
+        threads_per_worker: int = 1,
+        page_timeout_seconds: float = 300.0,
+        params: dict[str, Any] | None = None,
+        *,
+        max_in_flight: int | None = None,
+        start_method: str = "forkserver",
+        start_timeout_seconds: float = 180.0,
+    ) -> None:
+        if page_timeout_seconds <= 0:
+            raise ValueError("page_timeout_seconds must be positive")
+        if max_in_flight is not None and max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+        if start_method not in ("forkserver", "spawn"):
+            raise ValueError(f"start_method must be 'forkserver' or 'spawn', got {start_method!r}")
+        self.workers = max(1, workers)
+        self.page_timeout_seconds = page_timeout_seconds
+        self.params: dict[str, Any] = {
+            **DEFAULT_PARAMS,
+            "EngineConfig.onnxruntime.intra_op_num_threads": max(1, threads_per_worker),
+            **(params or {}),
+        }
+        self.in_process = workers <= 1
+        self.max_in_flight = 1 if self.in_process else (max_in_flight or 2 * self.workers)
+        self.start_method = start_method
+        self.start_timeout_seconds = start_timeout_seconds
+        model = self.params.get("Det.ocr_version", "PP-OCRv6")
+        self.version = f"rapidocr-{_package_version('rapidocr')}/{model}"
+        self.capabilities = EngineCapabilities(
+            languages=("ch", "en"), per_page=True, line_boxes=True, parallel_pages=self.workers
+        )
+        self._ocr: Any = None  # in-process RapidOCR
+        self._pool: ProcessPoolExecutor | None = None
+        self._pids: list[int] = []
+
+    # --- lifecycle -------------------------------------------------------
+
+    def load(self) -> None:
+        """Build the model (in-process) or start and warm up the worker pool.
+
+        Idempotent. Raises :class:`EngineUnavailable` if RapidOCR or ONNX
+        Runtime is missing or a worker cannot start.
+        """
+        if self._ocr is not None or self._pool is not None:
+            return
+        for module in ("rapidocr", "onnxruntime"):
+            if importlib.util.find_spec(module) is None:
+                raise EngineUnavailable(f"Python package `{module}` is not installed.", hint=_INSTALL_HINT)
+        if self.in_process:
+            try:
+                self._ocr = rapidocr_worker.build_ocr(self.params)
+            except Exception as exc:  # ImportError, ONNX Runtime errors
+                raise EngineUnavailable(f"RapidOCR failed to start: {exc}", hint=_INSTALL_HINT) from exc
+        else:
+            self._start_pool()
+
+    def close(self) -> None:
+        """Stop the workers and drop the model. Idempotent."""
+        self._ocr = None
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            _terminate(pool)
+            pool.shutdown(wait=True, cancel_futures=True)
+        self._pids = []
+
+    def __enter__(self) -> RapidOcrEngine:
+        self.load()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the current pool's workers (empty in-process)."""
+        return list(self._pids)
+
+    # --- recognition -----------------------------------------------------
+
+    def recognize(self, pages: Iterable[PageImage]) -> Iterator[RecognizedPage]:
+        """Recognize ``pages`` lazily (≤ ``max_in_flight`` pulled and not yet
+        yielded), yielding one :class:`RecognizedPage` per page in input order.
+
+        Loads the engine on first use (may raise :class:`EngineUnavailable`);
+        after that, page failures are results, not exceptions.
+        """
+        self.load()
+        if self.in_process:
+            for page in pages:
+                yield self._recognize_here(page)
+            return
+        with closing(in_order(pages, self._submit, self.max_in_flight)) as window:
+            for head, rest in window:
+                yield self._collect(head, rest)
+
+    def workspace_bytes(self, page: PageImage) -> int:
+        """Image copies in flight plus the model's per-page activations."""
+        return IMAGE_COPIES * page.nbytes + ACTIVATION_BYTES
+
+    def _recognize_here(self, page: PageImage) -> RecognizedPage:
+        t0 = time.perf_counter()
+        try:
+            raw = rapidocr_worker.run_ocr(self._ocr, page.image)
+        except Exception as exc:
+            return self._failed(page, _describe(exc), time.perf_counter() - t0)
+        return self._page(page, raw)
+
+    def _submit(self, page: PageImage) -> Slot:
+        assert self._pool is not None, "pool not started"
+        try:
+            future = self._pool.submit(self.page_task, page.image)
+        except BrokenProcessPool:  # a worker died while the pool was idle
+            log.warning("rapidocr worker pool broke while idle; restarting it")
+            self._restart_pool()
+            future = self._pool.submit(self.page_task, page.image)
+        return Slot(page=page, future=future)
+
+    def _collect(self, head: Slot, rest: Iterable[Slot]) -> RecognizedPage:
+        """Wait for ``head`` and turn its outcome into a page."""
+        t0 = time.perf_counter()
+        try:
+            raw = self._wait(head, rest)
+        except FutureTimeout:
+            message = f"RapidOCR did not finish the page within {self.page_timeout_seconds:g} s."
+            return self._failed(head.page, message, time.perf_counter() - t0)
+        except WorkerDied:
+            message = "The RapidOCR worker process died (killed, or out of memory) on this page."
+            return self._failed(head.page, message, time.perf_counter() - t0)
+        except Exception as exc:
+            return self._failed(head.page, _describe(exc), time.perf_counter() - t0)
+        return self._page(head.page, raw)
+
+    def _wait(self, head: Slot, rest: Iterable[Slot]) -> RawPage:
+        """``head``'s result, recovering the pool if it broke.
+
+        - Timeout: the hung worker is killed with its pool; the pages of
+          ``rest`` that went down with it are resubmitted; raises FutureTimeout.
+        - A worker died: every page the pool lost is re-run *alone* in a
+          fresh pool, so a page fails (WorkerDied) only if it kills a worker
+          by itself; innocent bystanders of a crash are recognized.
+        """
+        try:
+            return head.future.result(timeout=self.page_timeout_seconds)
+        except FutureTimeout:
+            log.warning("rapidocr page %d timed out; restarting the worker pool", head.page.page)
+            self._restart_pool(rest, kill=True)
+            raise
+        except BrokenProcessPool:
+            self._restart_pool()  # settles every future of the broken pool
+            lost = [head, *(s for s in rest if _lost(s.future))]
+            log.warning("rapidocr worker died; re-running %d page(s) one at a time", len(lost))
+            for slot in lost:
+                slot.future = self._run_alone(slot.page)
+            return head.future.result()
+
+    def _run_alone(self, page: PageImage) -> Future[RawPage]:
+        """Run one page with nothing else in flight; a completed future."""
+        outcome: Future[RawPage] = Future()
+        try:
+            outcome.set_result(self._submit(page).future.result(timeout=self.page_timeout_seconds))
+        except FutureTimeout as exc:
+            self._restart_pool(kill=True)
+            outcome.set_exception(exc)
+        except BrokenProcessPool:
+            self._restart_pool()
+            outcome.set_exception(WorkerDied(f"worker died on page {page.page}"))
+        except Exception as exc:
+            outcome.set_exception(exc)
+        return outcome
+
+    # --- pool ------------------------------------------------------------
+
+    def _start_pool(self) -> None:
+        """Start ``workers`` processes and wait until each has warmed up."""
+        context = multiprocessing.get_context(self.start_method)
+        if self.start_method == "forkserver":
+            _preload_forkserver(context)
+        pool = ProcessPoolExecutor(
+            max_workers=self.workers,
+            mp_context=context,
+            initializer=rapidocr_worker.init_worker,
+            initargs=(self.params,),
+        )
+        try:
+            self._pids = _await_workers(pool, self.workers, self.start_timeout_seconds)
+        except Exception as exc:
+            _terminate(pool)
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise EngineUnavailable(
+                f"RapidOCR worker processes failed to start: {type(exc).__name__}: {exc}", hint=_INSTALL_HINT
+            ) from exc
+        self._pool = pool
+
+    def _restart_pool(self, resubmit: Iterable[Slot] = (), *, kill: bool = False) -> None:
+        """Replace the pool (killing its workers first if ``kill``), then
+        resubmit the pages of ``resubmit`` whose work the old pool lost."""
+        old, self._pool = self._pool, None
+        if old is not None:
+            if kill:
+                _terminate(old)
+            old.shutdown(wait=True, cancel_futures=True)
+        self._start_pool()
+        for slot in resubmit:
+            if _lost(slot.future):
+                slot.future.cancel()
+                slot.future = self._submit(slot.page).future
+
+    # --- results ---------------------------------------------------------
+
+    def _page(self, page: PageImage, raw: RawPage) -> RecognizedPage:
+        lines = [
+            Line(text=text, bbox=quad_box(page, quad), confidence=confidence(score), page=page.page)
+            for quad, text, score in zip(raw.quads, raw.texts, raw.scores)
+            if text.strip()
+        ]
+        return RecognizedPage(
+            page=page.page,
+            width_pt=page.width_pt,
+            height_pt=page.height_pt,
+            lines=lines,
+            seconds=raw.seconds,
+            engine=self.name,
+            engine_version=self.version,
+        )
+
+    def _failed(self, page: PageImage, message: str, seconds: float) -> RecognizedPage:
+        return failed_page(page, message, engine=self.name, version=self.version, seconds=seconds)
+
+
+def _await_workers(pool: ProcessPoolExecutor, workers: int, timeout_s: float) -> list[int]:
+    """Ping ``pool`` until ``workers`` distinct processes have answered (each
+    answers only after its initializer — model load and warm-up — ran)."""
+    deadline = time.monotonic() + timeout_s
+    pids: set[int] = set()
+    pending: set[Future[int]] = set()
+    while len(pids) < workers:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"only {len(pids)} of {workers} workers started within {timeout_s:g} s")
+        while len(pending) < workers:
+            pending.add(pool.submit(rapidocr_worker.ping))
+        done, pending = wait(pending, timeout=remaining, return_when=FIRST_COMPLETED)
+        pids.update(f.result() for f in done)
+    for extra in pending:
+        extra.cancel()
+    return sorted(pids)
+
+
+def _preload_forkserver(context: Any) -> None:
+    """Have the fork server import RapidOCR's dependencies once, so workers
+    fork with them loaded (pool restart 1.1 s → 0.35 s on 2 cores). Takes
+    effect only if this process's fork server has not started yet."""
+    global _forkserver_preloaded
+    if not _forkserver_preloaded:
+        context.set_forkserver_preload(list(FORKSERVER_PRELOAD))
+        _forkserver_preloaded = True
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """Kill the pool's worker processes (a hung page cannot be cancelled)."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python ≥ 3.14
+    if terminate is not None:
+        terminate()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        if process.is_alive():
+            process.kill()
+
+
+def _lost(future: Future[Any]) -> bool:
+    """Whether a pool restart took this page's work down with it."""
+    if not future.done() or future.cancelled():
+        return True
+    return isinstance(future.exception(), BrokenProcessPool)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"RapidOCR failed on this page: {type(exc).__name__}" + (f": {text}" if text else "")

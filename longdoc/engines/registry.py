@@ -1,0 +1,71 @@
+"""Engines by name: ``get_engine("rapidocr", settings)``.
+
+The registry maps a name to a factory that builds an (unloaded) engine from
+the inference settings. Later engines (``openai``, ``native``) join with
+:func:`register_engine`. Factories import their engine module lazily, so
+asking for one engine never imports another's dependencies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from longdoc.engines.base import Engine
+from longdoc.errors import UnknownEngine
+
+if TYPE_CHECKING:
+    from longdoc.config import InferenceSettings
+
+EngineFactory = Callable[["InferenceSettings"], Engine]
+
+
+def _rapidocr(settings: InferenceSettings) -> Engine:
+    from longdoc.engines.rapidocr import RapidOcrEngine
+
+    return RapidOcrEngine(
+        workers=settings.effective_workers(),
+        threads_per_worker=settings.threads_per_worker,
+        page_timeout_seconds=settings.page_timeout_seconds,
+    )
+
+
+def _tesseract(settings: InferenceSettings) -> Engine:
+    from longdoc.engines.tesseract import TesseractEngine
+
+    return TesseractEngine(
+        workers=settings.effective_workers(),
+        threads_per_worker=settings.threads_per_worker,
+        page_timeout_seconds=settings.page_timeout_seconds,
+    )
+
+
+_FACTORIES: dict[str, EngineFactory] = {"rapidocr": _rapidocr, "tesseract": _tesseract}
+
+
+def register_engine(name: str, factory: EngineFactory) -> None:
+    """Make ``get_engine(name, …)`` build engines with ``factory``.
+
+    Raises ``ValueError`` if ``name`` is already registered.
+    """
+    if name in _FACTORIES:
+        raise ValueError(f"engine {name!r} is already registered")
+    _FACTORIES[name] = factory
+
+
+def available_engines() -> list[str]:
+    """Registered engine names, sorted (whether each one's dependencies are
+    installed is checked by its ``load()``)."""
+    return sorted(_FACTORIES)
+
+
+def get_engine(name: str, settings: InferenceSettings) -> Engine:
+    """Build the engine ``name`` (not loaded) configured from ``settings``.
+
+    Raises :class:`UnknownEngine` listing the known names.
+    """
+    factory = _FACTORIES.get(name)
+    if factory is None:
+        known = ", ".join(available_engines())
+        raise UnknownEngine(f"Unknown engine {name!r}; known engines: {known}.", engine=name, known=available_engines())
+    return factory(settings)

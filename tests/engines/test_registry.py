@@ -1,0 +1,60 @@
+"""Engine registry: names to configured, not yet loaded engines."""
+
+from __future__ import annotations
+
+import pytest
+
+from longdoc.config import InferenceSettings
+from longdoc.engines import available_engines, get_engine, register_engine, registry
+from longdoc.engines.rapidocr import RapidOcrEngine
+from longdoc.engines.tesseract import TesseractEngine
+from longdoc.errors import UnknownEngine
+
+
+def test_page_engines_are_registered():
+    assert {"rapidocr", "tesseract"} <= set(available_engines())
+
+
+def test_rapidocr_is_built_from_settings_without_starting_workers():
+    settings = InferenceSettings(workers=3, threads_per_worker=2, page_timeout_seconds=12)
+    engine = get_engine("rapidocr", settings)
+    assert isinstance(engine, RapidOcrEngine)
+    assert engine.workers == 3 and engine.max_in_flight == 6
+    assert engine.page_timeout_seconds == 12
+    assert engine.params["EngineConfig.onnxruntime.intra_op_num_threads"] == 2
+    assert engine.worker_pids() == []
+
+
+def test_tesseract_is_built_from_settings():
+    engine = get_engine("tesseract", InferenceSettings(workers=2, page_timeout_seconds=7))
+    assert isinstance(engine, TesseractEngine)
+    assert engine.workers == 2 and engine.page_timeout_seconds == 7
+
+
+def test_zero_workers_means_one_per_core():
+    settings = InferenceSettings(workers=0)
+    engine = get_engine("rapidocr", settings)
+    assert engine.capabilities.parallel_pages == settings.effective_workers()
+
+
+def test_unknown_engine_lists_the_known_ones():
+    with pytest.raises(UnknownEngine) as info:
+        get_engine("nope", InferenceSettings())
+    assert info.value.code == "unknown_engine"
+    assert "rapidocr" in info.value.message and "tesseract" in info.value.message
+
+
+def test_new_engines_register_by_name(monkeypatch):
+    monkeypatch.setattr(registry, "_FACTORIES", dict(registry._FACTORIES))
+    built = []
+
+    def factory(settings):
+        built.append(settings.page_timeout_seconds)
+        return RapidOcrEngine(workers=1)
+
+    register_engine("fake-vlm", factory)
+    assert "fake-vlm" in available_engines()
+    assert isinstance(get_engine("fake-vlm", InferenceSettings(page_timeout_seconds=5)), RapidOcrEngine)
+    assert built == [5]
+    with pytest.raises(ValueError):
+        register_engine("fake-vlm", factory)
