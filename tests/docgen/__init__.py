@@ -1,0 +1,38 @@
+"""Generated test documents with exact ground truth.
+
+Every generator writes one file into ``tmp_dir`` and returns a
+:class:`GeneratedDoc` (path, page count, per-page and whole-document main
+text, furniture strings per page, order checks). The text is laid out line by
+line by :mod:`tests.docgen.layout`, so the ground truth is exact, not
+re-extracted. Conventions of the plain text: :mod:`tests.docgen.truth`.
+
+==================  =========================================================
+english_report      single column, title, headings, list and hyphenated
+                    paragraph over page breaks, running header, "Page n of N"
+chinese_report      simplified Chinese, header, "第 n 页", paragraph over a break
+two_column          full-width title, two columns, page numbers
+side_note           one page, margin note beside paragraph 2 (order p1 p2 note p3)
+long_textlayer      N pages fast (1,000 in seconds) for memory benchmarks
+rasterize           image-only PDF of a document (same page sizes, no text layer)
+to_tiff / to_png    multi-page TIFF / single-page PNG
+==================  =========================================================
+
+Fonts: DejaVu Sans (fonts-dejavu-core) and WenQuanYi Micro Hei
+(fonts-wqy-microhei, a .ttc that fpdf2 2.8 embeds directly).
+"""
+
+from tests.docgen.documents import chinese_report, english_report, long_textlayer, side_note, two_column
+from tests.docgen.raster import rasterize, to_png, to_tiff
+from tests.docgen.truth import GeneratedDoc
+
+__all__ = [
+    "GeneratedDoc",
+    "chinese_report",
+    "english_report",
+    "long_textlayer",
+    "rasterize",
+    "side_note",
+    "to_png",
+    "to_tiff",
+    "two_column",
+]
