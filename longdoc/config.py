@@ -45,7 +45,7 @@ class InferenceSettings(_Section):
     chunk_overlap: int = Field(default=2, ge=0, description="pages shared by consecutive groups (O)")
     kv_cache_watermark: float = Field(default=0.8, gt=0.0, le=1.0)
     workspace_budget_mb: int = Field(
-        default=1024, ge=16, description="workspace budget the watermark applies to"
+        default=2048, ge=16, description="workspace budget the watermark applies to"
     )
     dpi: int = Field(default=200, ge=50, le=600)
     ocr: OcrMode = "auto"

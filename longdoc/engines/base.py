@@ -90,8 +90,13 @@ class Engine(Protocol):
     def load(self) -> None:
         """Load models / start workers. Idempotent. Raises EngineUnavailable."""
 
-    def recognize(self, pages: Iterable[PageImage]) -> Iterator[RecognizedPage]:
-        """Recognize pages lazily, yielding results in input order."""
+    def recognize(
+        self, pages: Iterable[PageImage], max_in_flight: int | None = None
+    ) -> Iterator[RecognizedPage]:
+        """Recognize pages lazily, yielding results in input order.
+
+        ``max_in_flight`` narrows the engine's own window (pages pulled and
+        not yet yielded); the pipeline sets it from workspace admission."""
 
     def workspace_bytes(self, page: PageImage) -> int:
         """Bytes of workspace one page holds while in flight in this engine."""

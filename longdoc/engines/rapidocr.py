@@ -185,7 +185,9 @@ class RapidOcrEngine:
 
     # --- recognition -----------------------------------------------------
 
-    def recognize(self, pages: Iterable[PageImage]) -> Iterator[RecognizedPage]:
+    def recognize(
+        self, pages: Iterable[PageImage], max_in_flight: int | None = None
+    ) -> Iterator[RecognizedPage]:
         """Recognize ``pages`` lazily (≤ ``max_in_flight`` pulled and not yet
         yielded), yielding one :class:`RecognizedPage` per page in input order.
 
@@ -197,7 +199,7 @@ class RapidOcrEngine:
             for page in pages:
                 yield self._recognize_here(page)
             return
-        with closing(in_order(pages, self._submit, self.max_in_flight)) as window:
+        with closing(in_order(pages, self._submit, _window(self.max_in_flight, max_in_flight))) as window:
             for head, rest in window:
                 yield self._collect(head, rest)
 
@@ -385,3 +387,9 @@ def _lost(future: Future[Any]) -> bool:
 def _describe(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"RapidOCR failed on this page: {type(exc).__name__}" + (f": {text}" if text else "")
+
+
+def _window(default: int, asked: int | None) -> int:
+    """The in-flight window: the engine's own, narrowed by the caller's
+    admission (never below one page)."""
+    return default if asked is None else max(1, min(default, asked))

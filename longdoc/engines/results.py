@@ -48,7 +48,8 @@ def failed_page(
         height_pt=page.height_pt,
         seconds=seconds,
         error=ErrorInfo(
-            code=EngineFailed.code, message=message, hint=EngineFailed.hint, page=page.page
+            code=EngineFailed.code, message=message, hint=EngineFailed.hint, page=page.page,
+            retryable=EngineFailed.retryable,
         ),
         engine=engine,
         engine_version=version,

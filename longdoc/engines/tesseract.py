@@ -165,14 +165,16 @@ class TesseractEngine:
     ) -> None:
         self.close()
 
-    def recognize(self, pages: Iterable[PageImage]) -> Iterator[RecognizedPage]:
+    def recognize(
+        self, pages: Iterable[PageImage], max_in_flight: int | None = None
+    ) -> Iterator[RecognizedPage]:
         """Recognize ``pages`` lazily (≤ ``max_in_flight`` pulled and not yet
         yielded), one :class:`RecognizedPage` per page, in input order.
 
         Loads on first use (may raise :class:`EngineUnavailable`).
         """
         self.load()
-        with closing(in_order(pages, self._submit, self.max_in_flight)) as window:
+        with closing(in_order(pages, self._submit, _window(self.max_in_flight, max_in_flight))) as window:
             for head, _rest in window:
                 yield head.future.result()  # _recognize_page never raises
 
@@ -268,3 +270,9 @@ def _describe(exc: BaseException, timeout_s: float) -> str:
         return f"Tesseract did not finish the page within {timeout_s:g} s."
     text = str(exc).strip()
     return f"Tesseract failed on this page: {type(exc).__name__}" + (f": {text}" if text else "")
+
+
+def _window(default: int, asked: int | None) -> int:
+    """The in-flight window: the engine's own, narrowed by the caller's
+    admission (never below one page)."""
+    return default if asked is None else max(1, min(default, asked))

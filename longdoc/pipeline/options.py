@@ -1,0 +1,47 @@
+"""Per-run options of the pipeline (what a CLI call or a job asks for)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+
+from longdoc.config import OcrMode, Settings
+
+
+@dataclass(frozen=True)
+class ParseOptions:
+    pages: str | None = None  # page range spec, e.g. "1-20,35"; None = all
+    ocr: OcrMode = "auto"
+    dpi: int = 200
+    engine: str = "rapidocr"
+    page_chunk_size: int = 32
+    chunk_overlap: int = 2
+    formats: tuple[str, ...] = ("md", "json", "txt")
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: object) -> ParseOptions:
+        inf = settings.inference
+        values: dict[str, object] = {
+            "ocr": inf.ocr,
+            "dpi": inf.dpi,
+            "engine": inf.engine,
+            "page_chunk_size": inf.page_chunk_size,
+            "chunk_overlap": inf.chunk_overlap,
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)  # type: ignore[arg-type]
+
+    def fingerprint(self, source_sha256: str, engine_version: str) -> str:
+        """Identifies work that can be resumed: same input bytes, same
+        options that change page results, same engine version. Formats are
+        left out: they only change the exports, not the page results."""
+        data = asdict(self)
+        data.pop("formats")
+        data.update(source=source_sha256, engine_version=engine_version)
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+    def public(self) -> dict[str, object]:
+        d = asdict(self)
+        d["formats"] = list(self.formats)
+        return d

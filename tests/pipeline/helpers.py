@@ -1,0 +1,23 @@
+"""Reading a parse's outputs back the way a user would."""
+
+from __future__ import annotations
+
+from longdoc.model import Document
+from longdoc.pipeline import ParseResult
+
+
+def load_doc(result: ParseResult) -> Document:
+    return Document.model_validate_json(result.outputs["json"].read_text(encoding="utf-8"))
+
+
+def txt(result: ParseResult) -> str:
+    return result.outputs["txt"].read_text(encoding="utf-8")
+
+
+def flat(text: str) -> str:
+    """Whitespace-insensitive form (form feeds and newlines become spaces)."""
+    return " ".join(text.replace("\f", " ").split())
+
+
+def nospace(text: str) -> str:
+    return "".join(text.split())
