@@ -1,0 +1,139 @@
+"""Cross-page stitching: a paragraph or list continued over a page break
+becomes one block on the page where it starts.
+
+::
+
+    page N      … tail block ┐            page N      … tail + head (source_pages [N, N+1])
+    page N+1    head block ──┘ continues?  page N+1    (head removed, order renumbered)
+                …                          …
+
+*Tail* = the last block of page N that is not furniture, a side note, a
+footnote, a figure, a caption or a table; *head* = the first such block of
+page N+1. They are merged when both are PARAGRAPH or LIST and
+:func:`continues` says the text runs on. The merged block keeps the tail's
+id, kind and box (its box on page N); its lines are the tail's then the
+head's (each Line keeps its own ``page``); its text is
+``join_pair(tail, head)``, or ``tail + "\\n" + head`` when the head starts
+new items of the tail's list (a LIST has one line per item). Side notes on
+page N+1 anchored to the head are re-anchored to the merged block.
+
+Chains: when page N+1 holds nothing else of the main text, the merged block
+stays open and page N+2's head may join it too. Only the page owning the
+open block and the pages it has swallowed are held (the latter reduced to
+furniture and the like), and a chain is closed after
+``max_chain_pages`` pages, so memory does not grow with page count.
+
+Never joined: across a FAILED page, across a gap in page numbers (a page
+range that skips pages), or into a heading, table or any other kind.
+Pages come out in input order, each exactly once; input pages are not
+modified (changed pages are copies).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from longdoc.layout.text import has_list_marker, join_pair, runs_on
+from longdoc.model import FURNITURE_KINDS, Block, BlockKind, Page, PageStatus
+
+#: kinds that can be continued over a page break
+FLOWING = frozenset({BlockKind.PARAGRAPH, BlockKind.LIST})
+#: kinds looked past when finding the tail of a page and the head of the next
+LOOKED_PAST = FURNITURE_KINDS | {
+    BlockKind.SIDENOTE,
+    BlockKind.FOOTNOTE,
+    BlockKind.FIGURE,
+    BlockKind.CAPTION,
+    BlockKind.TABLE,
+}
+DEFAULT_MAX_CHAIN_PAGES = 16
+
+
+def stitch(pages: Iterable[Page], *, max_chain_pages: int = DEFAULT_MAX_CHAIN_PAGES) -> Iterator[Page]:
+    """Yield ``pages`` in order, with blocks continued over page breaks
+    merged (see the module docstring). Consumes ``pages`` lazily, holding
+    one page (plus the pages an open chain has swallowed, at most
+    ``max_chain_pages`` in all; a longer chain is cut there, its text kept
+    in two blocks). Raises ``ValueError`` if ``max_chain_pages`` < 2."""
+    if max_chain_pages < 2:
+        raise ValueError("max_chain_pages must be at least 2")
+    held: list[Page] = []  # held[0] owns the open tail; the rest were swallowed whole
+    for page in pages:
+        if held and _joinable(held[0], held[-1], page):
+            owner, rest = _merge(held[0], page)
+            held[0] = owner
+            if _flow_blocks(rest) or len(held) + 1 >= max_chain_pages:
+                yield from held
+                held = [rest]
+            else:
+                held.append(rest)
+            continue
+        yield from held
+        held = [page]
+    yield from held
+
+
+def continues(tail: Block, head: Block) -> bool:
+    """Whether ``head`` (top of the next page) continues ``tail``.
+
+    True when the tail is a LIST and the head starts new items of it, or
+    when the head's text runs on from the tail's
+    (:func:`~longdoc.layout.text.runs_on`: a broken word "exam-", or no
+    sentence end and a lowercase start, or CJK on both sides).
+    """
+    if tail.kind not in FLOWING or head.kind not in FLOWING:
+        return False
+    if has_list_marker(head.text):
+        return tail.kind is BlockKind.LIST and head.kind is BlockKind.LIST
+    return runs_on(tail.text, head.text)
+
+
+def _joinable(owner: Page, last: Page, page: Page) -> bool:
+    if owner.status is not PageStatus.OK or page.status is not PageStatus.OK:
+        return False
+    if page.number != last.number + 1:
+        return False
+    tail, head = _tail(owner), _head(page)
+    return tail is not None and head is not None and continues(tail, head)
+
+
+def _tail(page: Page) -> Block | None:
+    for b in sorted(page.blocks, key=lambda b: b.order, reverse=True):
+        if b.kind not in LOOKED_PAST:
+            return b
+    return None
+
+
+def _head(page: Page) -> Block | None:
+    for b in sorted(page.blocks, key=lambda b: b.order):
+        if b.kind not in LOOKED_PAST:
+            return b
+    return None
+
+
+def _flow_blocks(page: Page) -> bool:
+    return any(b.kind not in LOOKED_PAST for b in page.blocks)
+
+
+def _merge(owner: Page, page: Page) -> tuple[Page, Page]:
+    """(owner with head appended to its tail, page without its head)."""
+    tail, head = _tail(owner), _head(page)
+    assert tail is not None and head is not None, "_merge called on pages that do not join"
+    new_items = tail.kind is BlockKind.LIST and has_list_marker(head.text)
+    merged = tail.model_copy(
+        update={
+            "text": f"{tail.text.rstrip()}\n{head.text.lstrip()}" if new_items else join_pair(tail.text, head.text),
+            "lines": [*tail.lines, *head.lines],
+            "source_pages": sorted({*tail.source_pages, *head.source_pages}),
+        }
+    )
+    owner_blocks = [merged if b is tail else b for b in owner.blocks]
+    rest: list[Block] = []
+    for n, b in enumerate(x for x in sorted(page.blocks, key=lambda b: b.order) if x is not head):
+        update: dict[str, object] = {}
+        if b.order != n:
+            update["order"] = n
+        if b.anchor == head.id:
+            update["anchor"] = tail.id
+        rest.append(b.model_copy(update=update) if update else b)
+    return owner.model_copy(update={"blocks": owner_blocks}), page.model_copy(update={"blocks": rest})

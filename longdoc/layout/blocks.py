@@ -1,0 +1,280 @@
+"""Lines in reading order → blocks (paragraphs, headings, lists, title).
+
+:func:`segment` walks the ordered lines and starts a new block when the
+next line does not continue the current one:
+
+- it is not below the previous line in the same column (a column or
+  region change), or not horizontally overlapping the block;
+- the distance between line centres exceeds :data:`PARA_PITCH_FACTOR` ×
+  the typical line pitch (a paragraph gap);
+- its text size class changes (heading-tall vs body);
+- it starts with a list marker (a new item) or is a bare label boxed apart
+  (the ``[18]`` of a reference), or it or the previous line is a numbered
+  heading ("2.1 Methods");
+- paragraphs only: it is indented by more than :data:`INDENT_LINES` line
+  heights relative to the previous line (a first-line indent) — unless the
+  block so far is one full-width line, which is a hanging indent; it is
+  outdented back after the block's second line (a hanging-indent entry
+  ends); or the previous line ends a sentence and stops short of the
+  column's right edge.
+
+Lines in the same row (OCR fragments of one line) always continue.
+
+:func:`classify` names each block: LIST (items; consecutive items form
+**one LIST block whose text has one line per item**, markers kept as
+printed), HEADING (numbered on its own line → level = number of parts, or
+noticeably taller than the body text → level by size), TITLE (on page 1
+only: the tallest of the headings that come before any other text, in the
+top third of the page, at least 1.5 × body size),
+PARAGRAPH otherwise. :func:`join_across_columns` then merges a paragraph
+continued from the bottom of one column to the top of the next.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from longdoc.layout.geometry import LineBox, h_overlap, same_row
+from longdoc.layout.text import ends_sentence, has_list_marker, is_label, join_lines, join_pair, runs_on
+from longdoc.model import BlockKind
+
+TALL_FACTOR = 1.25
+TITLE_FACTOR = 1.5
+PARA_PITCH_FACTOR = 1.45
+INDENT_LINES = 0.6
+SHORT_LINE_FRACTION = 0.15
+SENTENCE_SHORT_FRACTION = 0.35
+MAX_HEADING_CHARS = 200
+MAX_HEADING_ROWS = 3
+#: heading level by size ratio to the body text: (min ratio, level)
+SIZE_LEVELS = ((1.7, 1), (1.4, 2), (0.0, 3))
+
+_NUMBERED_HEADING = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){1,5}\.?|\d{1,2})\s+(\S.*)$")
+_ENUM_HEADING = re.compile(r"^\d{1,2}\.\s+(\S.*)$")
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Page-level measures the rules compare against (points)."""
+
+    line_height: float
+    size: float  # typical height of the engine's boxes (text size)
+    pitch: float
+    line_width: float
+    page_height: float
+    page: int
+
+    def tall(self, l: LineBox) -> bool:
+        return l.size >= TALL_FACTOR * self.size
+
+
+def measure(ordered: Sequence[LineBox], line_height: float, page_height: float, page: int) -> Metrics:
+    """Typical pitch (centre-to-centre distance of consecutive lines in one
+    column) and full line width (upper quartile: paragraphs' last lines are
+    short) of body-sized lines."""
+    sizes = [l.size for l in ordered if l.size > 0 and len(l.text.strip()) >= 2]
+    size = statistics.median(sizes) if sizes else line_height
+    body = [l for l in ordered if l.size < TALL_FACTOR * size]
+    pitches = [
+        b.cy - a.cy
+        for a, b in zip(body, body[1:])
+        if h_overlap(a, b) > 0 and 0 < b.cy - a.cy < 3 * line_height and not same_row(a, b)
+    ]
+    widths = [l.w for l in body if len(l.text.strip()) >= 2]
+    return Metrics(
+        line_height=line_height,
+        size=size,
+        pitch=statistics.median(pitches) if pitches else 1.2 * line_height,
+        line_width=statistics.quantiles(widths, n=4)[-1] if len(widths) > 1 else sum(widths),
+        page_height=page_height,
+        page=page,
+    )
+
+
+def numbered_heading_level(l: LineBox, m: Metrics) -> int | None:
+    """Level of a numbered heading standing on its own line ("2 Methods" →
+    1, "2.1.3 Setup" → 3), or None. ``"1. Eggs"`` is a list item, not a
+    heading; the title part must start with a capital (or an uncased
+    letter), run ≤ 12 words, not end with ``. , ; :`` and the line must be
+    clearly shorter than the typical line."""
+    match = _NUMBERED_HEADING.match(l.text.strip())
+    if not match:
+        return None
+    title = match.group(2)
+    first = title[0]
+    if not (first.isupper() or (first.isalpha() and not first.islower())):
+        return None
+    if len(title.split()) > 12 or title.rstrip()[-1] in ".,;:" or (m.line_width and l.w > 0.7 * m.line_width):
+        return None
+    return min(6, match.group(1).rstrip(".").count(".") + 1)
+
+
+def segment(ordered: Sequence[LineBox], m: Metrics) -> list[list[LineBox]]:
+    """Split ``ordered`` (lines in reading order) into runs of lines that
+    belong to one block (a paragraph, a heading, or one list item)."""
+    blocks: list[list[LineBox]] = []
+    for l in ordered:
+        if blocks and _continues(blocks[-1], l, m):
+            blocks[-1].append(l)
+        else:
+            blocks.append([l])
+    return blocks
+
+
+def _continues(block: list[LineBox], l: LineBox, m: Metrics) -> bool:
+    last = block[-1]
+    if same_row(last, l):
+        return l.x0 >= last.x0
+    # the previous row as one line (OCR may box a row in fragments)
+    row = [b for b in block if same_row(b, last)]
+    prev = LineBox(last.idx, last.line, min(b.x0 for b in row), min(b.y0 for b in row),
+                   max(b.x1 for b in row), max(b.y1 for b in row))
+    return _follows(block, prev, l, m) and not _opens_block(block, row, prev, l, m)
+
+
+def _follows(block: list[LineBox], prev: LineBox, l: LineBox, m: Metrics) -> bool:
+    """``l`` is the next line down in the same column, of the same size
+    class, without a paragraph gap."""
+    x0, x1 = min(b.x0 for b in block), max(b.x1 for b in block)
+    if l.cy <= prev.cy or min(x1, l.x1) <= max(x0, l.x0):
+        return False
+    if m.tall(prev) != m.tall(l):
+        return False
+    scale = max(prev.size, l.size) / m.size if m.tall(l) else 1.0
+    return l.cy - prev.cy <= scale * max(PARA_PITCH_FACTOR * m.pitch, m.pitch + 0.5 * m.line_height)
+
+
+def _opens_block(block: list[LineBox], row: list[LineBox], prev: LineBox, l: LineBox, m: Metrics) -> bool:
+    """``l`` starts something new: an item, a label, a numbered heading, or
+    (paragraphs) a new paragraph by indent, outdent or a short finished line."""
+    if has_list_marker(l.text) or is_label(l.text) or numbered_heading_level(l, m) or numbered_heading_level(block[0], m):
+        return True
+    if m.tall(l):
+        return False  # a heading wrapped over lines, possibly centred
+    indent = INDENT_LINES * m.line_height
+    right = max(max(b.x1 for b in block), l.x1)
+    width = right - min(min(b.x0 for b in block), l.x0)
+    if ends_sentence(block[-1].text) and prev.x1 < right - SENTENCE_SHORT_FRACTION * width:
+        return True
+    if has_list_marker(first_row_text(block)):
+        return l.x0 < block[0].x0 - indent
+    first_row = block[0] in row
+    if l.x0 > prev.x0 + indent:
+        return not (first_row and prev.x1 >= right - SHORT_LINE_FRACTION * width)
+    return l.x0 < prev.x0 - indent and not first_row
+
+
+@dataclass
+class Draft:
+    """A block before ids and order are assigned."""
+
+    kind: BlockKind
+    lines: list[LineBox]
+    text: str
+    level: int | None = None
+    notes: list[Draft] = field(default_factory=list)  # side notes placed after it
+
+
+def classify(runs: list[list[LineBox]], m: Metrics) -> list[Draft]:
+    """Name each run (see the module docstring); consecutive list items in
+    one column become one LIST block."""
+    drafts: list[Draft] = []
+    for run in runs:
+        d = _classify_run(run, m)
+        prev = drafts[-1] if drafts else None
+        if d.kind is BlockKind.LIST and prev is not None and prev.kind is BlockKind.LIST and _same_list(prev, d, m):
+            prev.lines.extend(d.lines)
+            prev.text = f"{prev.text}\n{d.text}"
+        else:
+            drafts.append(d)
+    for d in drafts:
+        _lone_enumerated_heading(d, m)
+    _mark_title(drafts, m)
+    return drafts
+
+
+def first_row_text(run: Sequence[LineBox]) -> str:
+    """Text of the run's first row (its first line plus OCR fragments
+    beside it)."""
+    return join_lines([l.text for l in run if same_row(l, run[0])])
+
+
+def _classify_run(run: list[LineBox], m: Metrics) -> Draft:
+    text = join_lines([l.text for l in run])
+    if has_list_marker(first_row_text(run)):
+        return Draft(BlockKind.LIST, list(run), text)
+    level = numbered_heading_level(run[0], m)
+    if level is not None and len(run) == 1:
+        return Draft(BlockKind.HEADING, list(run), text, level)
+    height = statistics.median(l.size for l in run)
+    rows = 1 + sum(not same_row(a, b) for a, b in zip(run, run[1:]))
+    if height >= TALL_FACTOR * m.size and rows <= MAX_HEADING_ROWS and len(text) <= MAX_HEADING_CHARS:
+        ratio = height / m.size
+        size_level = next(lv for r, lv in SIZE_LEVELS if ratio >= r)
+        return Draft(BlockKind.HEADING, list(run), text, size_level)
+    return Draft(BlockKind.PARAGRAPH, list(run), text)
+
+
+def _same_list(prev: Draft, item: Draft, m: Metrics) -> bool:
+    """The item follows the list directly below it, in the same column."""
+    last, first = prev.lines[-1], item.lines[0]
+    overlap = min(max(l.x1 for l in prev.lines), max(l.x1 for l in item.lines)) - max(
+        min(l.x0 for l in prev.lines), min(l.x0 for l in item.lines)
+    )
+    return first.cy > last.cy and overlap > 0 and first.y0 - last.y1 <= 2 * m.pitch
+
+
+def join_across_columns(drafts: list[Draft]) -> list[Draft]:
+    """Merge a paragraph (or list) that runs on from the bottom of one
+    column to the top of the next: the next block starts above and to the
+    right of the previous one's last line, and its text runs on
+    (:func:`~longdoc.layout.text.runs_on`; for two lists, when the next
+    starts with an item). The merged block's box spans both columns."""
+    out: list[Draft] = []
+    for d in drafts:
+        prev = out[-1] if out else None
+        if prev is not None and _column_break(prev, d):
+            if prev.kind is BlockKind.LIST and d.kind is BlockKind.LIST and has_list_marker(d.text):
+                prev.text = f"{prev.text}\n{d.text}"
+            elif runs_on(prev.text, d.text):
+                prev.text = join_pair(prev.text, d.text)
+            else:
+                out.append(d)
+                continue
+            prev.lines.extend(d.lines)
+        else:
+            out.append(d)
+    return out
+
+
+def _column_break(a: Draft, b: Draft) -> bool:
+    flowing = (BlockKind.PARAGRAPH, BlockKind.LIST)
+    last, first = a.lines[-1], b.lines[0]
+    return a.kind in flowing and b.kind in flowing and first.y1 <= last.y0 and first.x0 >= last.x1
+
+
+def _lone_enumerated_heading(d: Draft, m: Metrics) -> None:
+    """A one-item, one-line "1. Introduction" is a heading, not a list."""
+    if d.kind is not BlockKind.LIST or "\n" in d.text or not all(same_row(l, d.lines[0]) for l in d.lines):
+        return
+    match = _ENUM_HEADING.match(d.text)
+    if not match:
+        return
+    title = match.group(1)
+    if title[0].isupper() and len(title.split()) <= 6 and title.rstrip()[-1] not in ".,;:":
+        d.kind, d.level = BlockKind.HEADING, 1
+
+
+def _mark_title(drafts: list[Draft], m: Metrics) -> None:
+    if m.page != 1:
+        return
+    first_text = next((i for i, d in enumerate(drafts) if d.kind is not BlockKind.HEADING), len(drafts))
+    heads = [d for d in drafts[:first_text] if d.lines[0].y0 < m.page_height / 3]
+    if not heads:
+        return
+    best = max(heads, key=lambda d: statistics.median(l.size for l in d.lines))
+    if statistics.median(l.size for l in best.lines) >= TITLE_FACTOR * m.size:
+        best.kind, best.level = BlockKind.TITLE, None

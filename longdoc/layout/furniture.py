@@ -1,0 +1,206 @@
+"""Page furniture: running headers, running footers and page numbers.
+
+Only lines in the top or bottom *band* (:data:`BAND_FRACTION` of the page
+height) are candidates. Two further notions keep body text out:
+
+- the *edge zone*: the lines between the page edge and the first
+  whitespace gap of at least :data:`ZONE_GAP_LINES` line heights (headers
+  and folios are set off from the text; a numbered list or a table row is
+  not);
+- *isolation*: a page number has no other line beside it in its row closer
+  than :data:`ISOLATION_LINES` line heights (a list marker or table cell
+  has its text right next to it).
+
+Rules, for a line of ``target`` in a band:
+
+- **page number**: its text is a folio (``12``, ``xii``, ``Page 3``,
+  ``- 3 -``, ``3 / 120``, ``第 3 页``, chapter-page ``2-9``), it is isolated, and it is in the
+  edge zone or confirmed by a neighbour page carrying the number shifted by
+  the page distance at a similar height. Works with no neighbours.
+- **running header / footer**: its text, with digits folded away, repeats
+  at a similar height on at least one neighbour (fuzzy ratio ≥
+  :data:`MIN_SIMILARITY`, comparing lines and whole rows, since one page
+  may box a header as one line and the next as fragments; pages ±2 included so alternating even/odd
+  headers match) and it is in the edge zone (body text that repeats —
+  a form, a repeated table head — is not set off from the text). Top band
+  → HEADER, bottom band → FOOTER.
+
+With no neighbours only page numbers are found.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rapidfuzz import fuzz
+
+from longdoc.engines.base import RecognizedPage
+from longdoc.layout.geometry import LineBox, same_row, typical_line_height
+from longdoc.model import BlockKind
+
+BAND_FRACTION = 0.2
+ZONE_GAP_LINES = 1.0
+ISOLATION_LINES = 3.0
+MIN_SIMILARITY = 85.0
+#: how far (in line heights) a repeat may sit from the line's height on the page
+POSITION_TOLERANCE_LINES = 2.5
+MAX_FOLIO_CHARS = 24
+
+_ROMAN = re.compile(r"M{0,3}(CM|CD|D?C{0,3})(XC|XL|L?X{0,3})(IX|IV|V?I{0,3})", re.IGNORECASE)
+_DECOR = " \t-‐–—~·•|*_"
+_NUM = r"(\d{1,4}|[ivxlcdm]{1,8}|[IVXLCDM]{2,8})"
+_FOLIO_PATTERNS = [
+    re.compile(rf"{_NUM}"),
+    re.compile(rf"(?:page|p\.|pg\.?|seite|p[aá]gina|pag\.)\s*{_NUM}(?:\s*(?:of|/|von|de|sur)\s*\d{{1,4}})?", re.IGNORECASE),
+    re.compile(rf"{_NUM}\s*(?:/|of|von|de|sur)\s*\d{{1,4}}", re.IGNORECASE),
+    re.compile(r"第\s*(\d{1,4})\s*[页頁](?:\s*[,，/]?\s*共\s*\d{1,4}\s*[页頁])?"),
+    re.compile(r"[\[(]\s*" + _NUM + r"\s*[\])]"),
+    re.compile(r"(?:[A-Z]|\d{1,2})\s?[-–]\s?(\d{1,4})"),  # chapter-page: "2-9", "A-3"
+]
+
+
+def folio_value(text: str) -> int | None:
+    """The page number a folio line shows, or ``None`` when the text is not
+    a folio. ``"- 12 -"`` → 12, ``"xiv"`` → 14, ``"Page 3 of 9"`` → 3,
+    ``"第 3 页"`` → 3; ``"1. Intro"`` → None."""
+    t = unicodedata.normalize("NFKC", text).strip().strip(_DECOR)
+    if not t or len(t) > MAX_FOLIO_CHARS:
+        return None
+    for pattern in _FOLIO_PATTERNS:
+        m = pattern.fullmatch(t)
+        if m:
+            return _number(m.group(1))
+    return None
+
+
+def _number(token: str) -> int | None:
+    if token.isdigit():
+        return int(token)
+    if not _ROMAN.fullmatch(token):
+        return None
+    values = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
+    digits = [values[c] for c in token.lower()]
+    total = sum(-d if i + 1 < len(digits) and d < digits[i + 1] else d for i, d in enumerate(digits))
+    return total or None
+
+
+def running_key(text: str) -> str:
+    """Text with case, digits and spacing folded away, for comparing
+    running headers across pages; ``""`` when fewer than two letters are
+    left (too little to call a repeat)."""
+    t = unicodedata.normalize("NFKC", text).casefold()
+    t = re.sub(r"\d+", "#", t)
+    t = " ".join(t.split())
+    return t if sum(ch.isalpha() for ch in t) >= 2 else ""
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A line in a band, with what the rules compare across pages."""
+
+    line: LineBox
+    edge: str  # "top" | "bottom"
+    rel_y: float  # centre height as a fraction of the page height
+    key: str  # running_key of the line
+    row_key: str  # running_key of its row (band lines beside it, folios left out)
+    folio: int | None
+
+    def repeats(self, other: _Candidate) -> bool:
+        """Same running text, line to line or row to row (one page may box
+        "L. Smith et al." as one line, the next as three fragments)."""
+        pairs = ((self.key, other.key), (self.key, other.row_key), (self.row_key, other.key), (self.row_key, other.row_key))
+        return any(a and b and fuzz.ratio(a, b) >= MIN_SIMILARITY for a, b in pairs)
+
+
+def _candidates(page: RecognizedPage) -> tuple[list[_Candidate], list[LineBox]]:
+    lines = [LineBox.of(i, l) for i, l in enumerate(page.lines) if l.text.strip()]
+    height = page.height_pt if page.height_pt > 0 else max((l.y1 for l in lines), default=1.0)
+    banded = []
+    for l in lines:
+        rel = l.cy / height
+        edge = "top" if rel <= BAND_FRACTION else "bottom" if rel >= 1 - BAND_FRACTION else None
+        if edge is not None:
+            banded.append((l, edge, rel, folio_value(l.text)))
+    texts = sorted((b for b in banded if b[3] is None), key=lambda b: b[0].cy)
+    centres = [b[0].cy for b in texts]
+    out = []
+    for l, edge, rel, folio in banded:
+        # row mates of a similar size have their centres within one height
+        lo, hi = bisect_left(centres, l.cy - l.h), bisect_right(centres, l.cy + l.h)
+        row = sorted((o for o, e, _, _ in texts[lo:hi] if e == edge and same_row(o, l)), key=lambda o: o.x0)
+        row_key = running_key(" ".join(o.text for o in row)) if len(row) > 1 else ""
+        out.append(_Candidate(l, edge, rel, running_key(l.text), row_key, folio))
+    return out, lines
+
+
+def find_furniture(target: RecognizedPage, neighbors: Sequence[RecognizedPage]) -> dict[int, BlockKind]:
+    """Map indexes into ``target.lines`` to HEADER, FOOTER or PAGE_NUMBER.
+
+    ``neighbors`` are other pages of the same document (typically ±1..±3);
+    pages with the target's own number are ignored. Lines not in the result
+    are body text. Never raises on odd input (empty pages, zero-size boxes).
+    """
+    cands, lines = _candidates(target)
+    if not cands:
+        return {}
+    h = typical_line_height(lines)
+    height = target.height_pt if target.height_pt > 0 else max(l.y1 for l in lines)
+    tol = POSITION_TOLERANCE_LINES * h / height
+    zone = _edge_zone(lines, height, h)
+    others = [(n.page, _candidates(n)[0]) for n in neighbors if n.page != target.page]
+    found: dict[int, BlockKind] = {}
+    for c in cands:
+        near = [(p, o) for p, cs in others for o in cs if o.edge == c.edge and abs(o.rel_y - c.rel_y) <= tol]
+        in_zone = c.line.idx in zone
+        if c.folio is not None:
+            confirmed = any(o.folio is not None and c.folio - o.folio == target.page - p for p, o in near)
+            if (in_zone or confirmed) and _isolated(c.line, lines, h):
+                found[c.line.idx] = BlockKind.PAGE_NUMBER
+                continue
+        if c.key:
+            repeats = len({p for p, o in near if c.repeats(o)})
+            if repeats and in_zone:
+                found[c.line.idx] = BlockKind.HEADER if c.edge == "top" else BlockKind.FOOTER
+    return found
+
+
+def _edge_zone(lines: list[LineBox], height: float, h: float) -> set[int]:
+    """Indexes of lines set off from the body at the top or bottom edge."""
+    gap = ZONE_GAP_LINES * h
+    zone: set[int] = set()
+    top = sorted(lines, key=lambda l: l.y0)
+    bottom = sorted(lines, key=lambda l: -l.y1)
+    zone |= _walk(top, lambda l: l.y0, lambda l: l.y1, gap, BAND_FRACTION * height, +1)
+    zone |= _walk(bottom, lambda l: l.y1, lambda l: l.y0, gap, (1 - BAND_FRACTION) * height, -1)
+    return zone
+
+
+def _walk(ordered, near_edge, far_edge, gap, limit, sign) -> set[int]:  # type: ignore[no-untyped-def]
+    """Walk lines from a page edge inwards; return those seen before the
+    first gap ≥ ``gap`` if that gap starts inside the band, else nothing.
+    ``sign`` is +1 walking down from the top, -1 walking up from the bottom."""
+    seen: list[LineBox] = []
+    reach = None  # innermost extent of the lines seen so far
+    for l in ordered:
+        if reach is not None and sign * (near_edge(l) - reach) >= gap:
+            return {s.idx for s in seen} if sign * (reach - limit) <= 0 else set()
+        seen.append(l)
+        reach = far_edge(l) if reach is None else (max if sign > 0 else min)(reach, far_edge(l))
+        if sign * (reach - limit) > 0:
+            return set()
+    # nothing beyond: a page that holds only a folio or a header row
+    rows_height = max(l.y1 for l in seen) - min(l.y0 for l in seen) if seen else 0.0
+    return {s.idx for s in seen} if rows_height <= 2 * gap / ZONE_GAP_LINES else set()
+
+
+def _isolated(line: LineBox, lines: list[LineBox], h: float) -> bool:
+    for o in lines:
+        if o.idx != line.idx and same_row(o, line):
+            gap = max(o.x0 - line.x1, line.x0 - o.x1)
+            if gap < ISOLATION_LINES * h:
+                return False
+    return True

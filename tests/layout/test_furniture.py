@@ -1,0 +1,135 @@
+"""Running headers, footers and page numbers."""
+
+import pytest
+
+from longdoc.layout.furniture import find_furniture, folio_value
+from longdoc.model import BlockKind
+
+from .synth import FULL, PARAGRAPHS, Column, journal_page, line, page_of
+
+
+def _kinds(page, neighbors=()):
+    found = find_furniture(page, list(neighbors))
+    return {page.lines[i].text: kind for i, kind in found.items()}
+
+
+def _body(number, top=90.0):
+    col = Column(FULL, top, number)
+    for text in PARAGRAPHS[number % 5 : number % 5 + 4]:
+        col.paragraph(text, gap=6.0)
+    return col.lines
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("7", 7), ("- 7 -", 7), ("— 12 —", 12), ("Page 3", 3), ("page 3 of 120", 3), ("3 / 120", 3),
+     ("3/120", 3), ("p. 44", 44), ("xii", 12), ("XIV", 14), ("第 3 页", 3), ("第3页 共10页", 3), ("[9]", 9),
+     ("2-9", 9), ("A-3", 3),
+     ("1. Introduction", None), ("Chapter 3", None), ("3.2", None), ("hello", None), ("", None)],
+)
+def test_folio_value(text, value):
+    assert folio_value(text) == value
+
+
+@pytest.mark.parametrize("folio", ["17", "- 17 -", "Page 17", "17 / 120", "第 17 页", "xvii"])
+@pytest.mark.parametrize("where", [40.0, 750.0])
+def test_page_number_found_on_a_single_page(folio, where):
+    page = page_of([*_body(17), line(folio, 300.0, where, page=17)], 17)
+    assert _kinds(page) == {folio: BlockKind.PAGE_NUMBER}
+
+
+def test_numbered_items_and_table_cells_near_the_edges_are_not_page_numbers():
+    col = Column(FULL, 600.0)
+    col.paragraph(PARAGRAPHS[0])
+    # a numbered list at the bottom of the body, OCR boxing each marker apart
+    rows = []
+    for n, text in enumerate(["Buy flour", "Buy eggs", "Bake"], start=1):
+        rows.append(line(f"{n}.", 72.0, col.y))
+        rows.append(line(text, 86.0, col.y))
+        col.y += 12.5
+    # a table's last row in the bottom band: cells of numbers
+    cells = [line("3", 72.0, col.y), line("Total", 200.0, col.y), line("12", 400.0, col.y)]
+    # a lone number in the middle of the page is body text too
+    middle = line("42", 300.0, 400.0)
+    page = page_of([*col.lines, *rows, *cells, middle])
+    assert _kinds(page) == {}
+
+
+def test_running_header_and_footer_need_neighbors():
+    def make(n):
+        return page_of(
+            [line("Journal of Examples 2026", 72.0, 40.0, page=n), *_body(n),
+             line(f"Vol. 3, No. {n}", 72.0, 752.0, page=n), line(str(n), 300.0, 752.0, page=n)],
+            n,
+        )
+
+    pages = [make(n) for n in range(1, 6)]
+    assert _kinds(pages[2]) == {"3": BlockKind.PAGE_NUMBER}  # alone: only the folio
+    assert _kinds(pages[2], [pages[1], pages[3]]) == {
+        "Journal of Examples 2026": BlockKind.HEADER,
+        "Vol. 3, No. 3": BlockKind.FOOTER,
+        "3": BlockKind.PAGE_NUMBER,
+    }
+
+
+def test_header_with_ocr_noise_still_matches():
+    texts = {1: "Journal of Examples 2026", 2: "Journa1 of Exarnples 2026", 3: "Journal 0f Examples 2026"}
+    pages = [page_of([line(t, 72.0, 40.0, page=n), *_body(n)], n) for n, t in texts.items()]
+    assert _kinds(pages[1], [pages[0], pages[2]]) == {texts[2]: BlockKind.HEADER}
+
+
+def test_header_boxed_as_one_line_on_one_page_and_in_fragments_on_the_next():
+    one = page_of([line("L. Smith et al., 2015, Vol. 113", 360.0, 30.0, page=2), *_body(2)], 2)
+    parts = [line("L. Smith", 360.0, 30.0, page=4), line("et al.", 402.0, 30.0, page=4),
+             line(", 2015, Vol. 113", 432.0, 30.0, page=4)]
+    fragmented = page_of([*parts, *_body(4)], 4)
+    assert _kinds(one, [fragmented]) == {"L. Smith et al., 2015, Vol. 113": BlockKind.HEADER}
+    assert _kinds(fragmented, [one]) == {p.text: BlockKind.HEADER for p in parts}
+
+
+def test_alternating_book_headers_match_pages_two_apart():
+    def make(n):
+        verso = n % 2 == 0
+        text = "Journal of Examples 2026" if verso else "Chapter Two: Results"
+        x = 72.0 if verso else 430.0
+        return page_of([line(text, x, 40.0, page=n), *_body(n)], n)
+
+    pages = {n: make(n) for n in range(1, 8)}
+    four = pages[4]
+    # ±1 carry the other header: nothing repeats
+    assert _kinds(four, [pages[3], pages[5]]) == {}
+    # ±2 carry the same one
+    assert _kinds(four, [pages[2], pages[3], pages[5], pages[6]]) == {"Journal of Examples 2026": BlockKind.HEADER}
+
+
+def test_repeated_text_inside_the_body_is_not_a_header():
+    """A line that repeats on every page but is part of the text flow (a
+    form's instructions, a repeated table head) is not set off from it."""
+
+    def make(n):
+        col = Column(FULL, 90.0, n)
+        col.rows(["Fill in every field of this form in block capitals."])
+        col.paragraph(PARAGRAPHS[n])
+        return page_of(col.lines, n)
+
+    pages = [make(n) for n in range(1, 4)]
+    assert _kinds(pages[1], [pages[0], pages[2]]) == {}
+
+
+def test_journal_pages_with_two_columns_and_a_margin_note():
+    pages = [journal_page(n)[0] for n in range(1, 6)]
+    for page in pages:
+        neighbors = [p for p in pages if p is not page and abs(p.page - page.page) <= 2]
+        assert _kinds(page, neighbors) == {
+            "Journal of Examples 2026": BlockKind.HEADER,
+            str(page.page): BlockKind.PAGE_NUMBER,
+        }
+
+
+def test_empty_and_degenerate_pages():
+    assert find_furniture(page_of([]), []) == {}
+    zero = line("5", 300.0, 760.0)
+    zero = zero.model_copy(update={"bbox": zero.bbox.model_copy(update={"x1": 300.0, "y1": 760.0})})
+    assert find_furniture(page_of([zero]), []) == {0: BlockKind.PAGE_NUMBER}
+    # a page of unknown height (0) is measured by its lines and does not crash
+    assert isinstance(find_furniture(page_of([line("x", 10, 10)], height=0.0), []), dict)

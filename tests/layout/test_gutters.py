@@ -1,0 +1,94 @@
+"""OCR-style boxes: padded past the type, and merged across a column gutter.
+
+RapidOCR's detector pads each box by a few points on every side (a 10 pt
+gutter can close up entirely) and sometimes boxes a line of each column as
+one. The layout must still read the columns one after the other.
+"""
+
+import pytest
+from rapidfuzz.distance import Levenshtein
+
+from longdoc.layout import find_furniture, layout_page
+from longdoc.model import BBox, Line, Page
+
+from .synth import FULL, LEFT, PARAGRAPHS, RIGHT, Column, journal_page, line, page_of, raster
+
+PAD_X, PAD_Y = 5.0, 2.2  # what RapidOCR adds around 10 pt type at 200 dpi
+
+
+def _padded(lines: list[Line]) -> list[Line]:
+    return [
+        l.model_copy(update={"bbox": BBox(x0=l.bbox.x0 - PAD_X, y0=l.bbox.y0 - PAD_Y,
+                                          x1=l.bbox.x1 + PAD_X, y1=l.bbox.y1 + PAD_Y)})
+        for l in lines
+    ]
+
+
+def _merge_rows(left: list[Line], right: list[Line], rows: set[int]) -> list[Line]:
+    """Box the n-th line of each column as one line for n in ``rows``."""
+    out = []
+    for n, (a, b) in enumerate(zip(left, right)):
+        if n in rows:
+            out.append(Line(text=f"{a.text} {b.text}", bbox=a.bbox.union(b.bbox), confidence=0.9, page=a.page))
+        else:
+            out += [a, b]
+    return out + left[len(right):] + right[len(left):]
+
+
+def _texts(rec):
+    blocks = layout_page(rec, find_furniture(rec, []))
+    page = Page(number=rec.page, width=rec.width_pt, height=rec.height_pt, blocks=blocks)
+    return [b.text for b in page.main_blocks()]
+
+
+def _columns(top=90.0):
+    left, right = Column(LEFT, top), Column(RIGHT, top)
+    for t in PARAGRAPHS[0:3]:
+        left.paragraph(t)
+    for t in PARAGRAPHS[3:6]:
+        right.paragraph(t)
+    return left, right
+
+
+def test_padded_boxes_that_close_the_gutter_still_read_column_by_column():
+    for n in (1, 2, 3):
+        rec, expected = journal_page(n, seed=n)
+        padded = page_of(_padded(rec.lines), n)
+        assert _texts(padded) == _texts(rec)
+
+
+@pytest.mark.parametrize("rows", [{1}, {2, 5}, {0, 4, 7}, {6, 7, 8}])
+def test_lines_merged_across_the_gutter_are_split_back(rows):
+    """The split falls at the space nearest to where the gutter should be
+    in the text, judged from the columns' character density: a short word
+    at the seam may land on the wrong side (and a split first line loses
+    its indent, so two paragraphs may run together), nothing worse."""
+    left, right = _columns()
+    merged = _merge_rows(left.lines, right.lines, rows)
+    texts = _texts(page_of(raster(_padded(merged))))
+    words = " ".join(texts).split()
+    assert sorted(words) == sorted(" ".join(PARAGRAPHS[0:6]).split())
+    assert Levenshtein.distance(words, " ".join(PARAGRAPHS[0:6]).split()) <= 2 * len(rows)
+
+
+def test_full_width_text_set_apart_from_the_columns_is_not_split():
+    intro = Column(FULL, 90.0)
+    intro.paragraph(PARAGRAPHS[7], indent=0.0)
+    left, right = _columns(top=intro.y + 14.0)
+    rec = page_of(raster(_padded([*intro.lines, *left.lines, *right.lines])))
+    assert _texts(rec) == [PARAGRAPHS[7], *PARAGRAPHS[0:6]]
+
+
+def test_small_table_in_a_page_of_prose_is_left_alone():
+    col = Column(FULL, 90.0)
+    col.paragraph(PARAGRAPHS[0])
+    col.paragraph(PARAGRAPHS[1])
+    rows = []
+    for name, value in [("Austria", "8.9"), ("Belgium", "11.5"), ("Denmark", "5.8")]:
+        rows += [line(name, 72.0, col.y), line(value, 400.0, col.y)]
+        col.y += 12.5
+    col.paragraph(PARAGRAPHS[2], gap=6.0)
+    rec = page_of(raster(_padded([*col.lines, *rows])))
+    texts = _texts(rec)
+    assert texts[:2] == PARAGRAPHS[0:2] and texts[-1] == PARAGRAPHS[2]
+    assert " ".join(texts[2:-1]) == "Austria 8.9 Belgium 11.5 Denmark 5.8"
