@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -34,8 +34,26 @@ class _Section(BaseModel):
 class ServiceSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
-    max_concurrency: int = Field(default=16, ge=1)
-    timeout_seconds: int = Field(default=600, ge=1)
+    max_concurrency: int = Field(default=16, ge=1, description="jobs running at once")
+    timeout_seconds: int = Field(default=600, ge=1, description="per job, checked between groups")
+    max_queued: int = Field(default=1000, ge=1, description="queued jobs before submit answers 429")
+    short_doc_pages: int = Field(default=16, ge=1, description="documents up to this many pages use the short lane")
+    rate_limit_per_minute: int = Field(default=120, ge=1, description="requests per API key (a key may override)")
+    retention_hours: float = Field(default=168.0, gt=0, description="stored data of finished jobs expires after this")
+    sync_max_pages: int = Field(default=10, ge=1, description="page cap of POST /v1/parse")
+    sync_timeout_seconds: float = Field(default=60.0, gt=0, description="bounded wait of POST /v1/parse")
+    admin_token: SecretStr | None = Field(default=None, description="enables /admin; at least 24 characters")
+    allow_private_callbacks: bool = Field(default=False, description="allow webhooks to loopback/private addresses")
+    webhook_max_attempts: int = Field(default=5, ge=1)
+    warmup: bool = Field(default=True, description="run a real page through the engine before /readyz says ready")
+    log_json: bool = True
+
+    @model_validator(mode="after")
+    def _no_weak_admin_token(self) -> ServiceSettings:
+        token = self.admin_token.get_secret_value() if self.admin_token else None
+        if token is not None and len(token) < 24:
+            raise ValueError("service.admin_token must be at least 24 characters")
+        return self
 
 
 class InferenceSettings(_Section):
@@ -79,6 +97,11 @@ class QueueSettings(_Section):
     broker_url: str | None = None
 
 
+class ClientSettings(_Section):
+    url: str = "http://127.0.0.1:8000"
+    api_key: SecretStr | None = None
+
+
 class LimitSettings(_Section):
     max_upload_mb: int = Field(default=200, ge=1)
     max_pages: int = Field(default=2000, ge=1)
@@ -96,6 +119,7 @@ class Settings(BaseSettings):
     database: DatabaseSettings = DatabaseSettings()
     queue: QueueSettings = QueueSettings()
     limits: LimitSettings = LimitSettings()
+    client: ClientSettings = ClientSettings()
 
     yaml_file: ClassVar[Path | None] = None
 
@@ -152,5 +176,5 @@ def load_settings(
 
 
 def dump_settings(settings: Settings) -> str:
-    """The effective configuration as YAML."""
+    """The effective configuration as YAML (secrets shown as ``**********``)."""
     return yaml.safe_dump(settings.model_dump(mode="json"), sort_keys=False)

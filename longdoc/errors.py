@@ -195,3 +195,93 @@ class OutputError(LongdocError):
     http_status = 500
     exit_code = EXIT_UNREADABLE
     hint = "Check that the output folder is writable and has free space."
+
+
+# --- jobs and the service ---------------------------------------------------
+
+
+class JobStopped(LongdocError):
+    """A running job was stopped between two groups (its work so far is
+    checkpointed)."""
+
+    code = "job_stopped"
+    http_status = 409
+
+
+class JobCancelled(JobStopped):
+    code = "job_cancelled"
+    hint = "The job was cancelled at your request; submit it again to redo it."
+
+
+class JobTimedOut(JobStopped):
+    code = "job_timeout"
+    http_status = 504
+    retryable = True
+    hint = "The job ran past `service.timeout_seconds`; split the document or ask the operator to raise the limit."
+
+
+class ShuttingDown(JobStopped):
+    code = "shutting_down"
+    http_status = 503
+    retryable = True
+    hint = "The server is restarting; retry shortly. Accepted jobs resume after the restart."
+
+
+class Unauthorized(LongdocError):
+    code = "unauthorized"
+    http_status = 401
+    exit_code = EXIT_USAGE
+    hint = "Send `Authorization: Bearer <api key>` with a valid, unrevoked key (`longdoc keys create --tenant NAME`)."
+
+
+class AdminForbidden(Unauthorized):
+    code = "admin_forbidden"
+    http_status = 403
+    hint = "Admin endpoints need `Authorization: Bearer <service.admin_token>`; they are off when no admin token is configured."
+
+
+class JobNotFound(LongdocError):
+    code = "job_not_found"
+    http_status = 404
+    exit_code = EXIT_USAGE
+    hint = "Check the job id; jobs of other tenants are not visible."
+
+
+class PageNotReady(LongdocError):
+    code = "page_not_ready"
+    http_status = 404
+    retryable = True
+    hint = "The page's group has not finished yet; poll the job and retry."
+
+
+class JobNotFinished(LongdocError):
+    code = "job_not_finished"
+    http_status = 202
+    retryable = True
+    hint = "The job is still queued or running; poll `GET /v1/jobs/{id}?wait=30` and fetch the result when it has succeeded."
+
+
+class JobFailed(LongdocError):
+    code = "job_failed"
+    http_status = 409
+    hint = "The job did not produce a result; its `error` says why."
+
+
+class JobExpired(LongdocError):
+    code = "job_expired"
+    http_status = 410
+    hint = "The job's stored data passed the retention period and was deleted; submit the document again."
+
+
+class RateLimited(LongdocError):
+    code = "rate_limited"
+    http_status = 429
+    retryable = True
+    hint = "Slow down: wait for the number of seconds in `Retry-After`, then retry."
+
+
+class QueueFull(LongdocError):
+    code = "queue_full"
+    http_status = 429
+    retryable = True
+    hint = "The server's queue is full; retry after `Retry-After` seconds."

@@ -14,6 +14,7 @@ checkpoint with one page of look-ahead for stitching.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -57,12 +58,20 @@ class ParseResult:
 class Pipeline:
     """Parses documents with one set of settings; holds the engine (loaded
     on first need) across documents. Use as a context manager or call
-    :meth:`close`."""
+    :meth:`close`.
+
+    Thread-safe for concurrent :meth:`parse` calls: one group is recognized
+    at a time (engines are not re-entrant), so concurrent documents
+    interleave at group boundaries; layout, checkpoints and exports run in
+    parallel. All parses share one :attr:`workspace`."""
 
     def __init__(self, settings: Settings, engine_factory: Callable[[str], Engine] | None = None):
         self.settings = settings
         self._engine_factory = engine_factory or (lambda name: get_engine(name, settings.inference))
         self._engines: dict[str, Engine] = {}
+        self._group_lock = threading.Lock()
+        inf = settings.inference
+        self.workspace = Workspace(budget_bytes=inf.workspace_budget_mb * 2**20, watermark=inf.kv_cache_watermark)
 
     def _engine_object(self, name: str) -> Engine:
         """The engine called ``name``, built (cheap) but not loaded."""
@@ -97,11 +106,15 @@ class Pipeline:
         progress: Progress | None = None,
         checkpoint: Checkpoint | None = None,
         stem: str | None = None,
+        control: Callable[[], None] | None = None,
     ) -> ParseResult:
         """Parse ``path`` into ``out_dir/<stem>.<fmt>`` for each format.
 
         Raises input errors (LongdocError subclasses) before any page work;
         page-level failures end up in the result (status ``partial``).
+        ``control`` is called before each group; it stops the run by raising
+        (e.g. :class:`~longdoc.errors.JobCancelled`) — finished groups stay
+        checkpointed, so a later call resumes.
         """
         progress = progress or NullProgress()
         out_dir = Path(out_dir)
@@ -113,15 +126,16 @@ class Pipeline:
             checkpoint = checkpoint or DirectoryCheckpoint(out_dir / ".longdoc" / stem)
             checkpoint.begin(options.fingerprint(source.sha256, self._engine_version(options)))
             progress.start(source.name, len(numbers))
-            workspace = self._workspace()
-            resumed = self._run_groups(source, numbers, groups, options, checkpoint, workspace, progress)
+            workspace = self.workspace
+            resumed = self._run_groups(source, numbers, groups, options, checkpoint, workspace, progress,
+                                       control or (lambda: None))
             t_groups = time.perf_counter()
             result = self._assemble_and_export(                                       # assemble, export
                 source, numbers, options, checkpoint, out_dir, stem
             )
             progress.finish()
         result.resumed_pages = resumed
-        result.workspace_peak_bytes = workspace.peak
+        result.workspace_peak_bytes = workspace.peak  # shared by concurrent parses
         result.timings = {
             "pages": t_groups - t_start,
             "assemble_export": time.perf_counter() - t_groups,
@@ -138,6 +152,7 @@ class Pipeline:
         checkpoint: Checkpoint,
         workspace: Workspace,
         progress: Progress,
+        control: Callable[[], None],
     ) -> int:
         """Recognize, lay out and checkpoint each group; returns how many
         pages were resumed from an earlier run."""
@@ -153,12 +168,13 @@ class Pipeline:
                 resumed += len(owned)
                 progress.advance(len(owned), resumed=True)
                 continue
-            todo = [numbers[i] for i in group.owned]
-            outcomes = recognize_group(                                               # recognize
-                source, todo, ocr=options.ocr, dpi=options.dpi,
-                engine=lambda: self.engine(options.engine), workspace=workspace,
-                text_layer_version=TEXT_LAYER_VERSION,
-            )
+            control()                                                                 # cancel, timeout, shutdown
+            with self._group_lock:
+                outcomes = recognize_group(                                           # recognize
+                    source, owned, ocr=options.ocr, dpi=options.dpi,
+                    engine=lambda: self.engine(options.engine), workspace=workspace,
+                    text_layer_version=TEXT_LAYER_VERSION,
+                )
             available = {numbers[i]: boundary.get(i) for i in boundary.indexes()}
             available.update(outcomes)
             pages = layout_pages(owned, available)                                    # layout
@@ -217,10 +233,6 @@ class Pipeline:
         outputs = exports.close(status, errors, {})
         return ParseResult(status=status, outputs=outputs, pages=len(numbers), failed_pages=failed,
                            resumed_pages=0, errors=errors)
-
-    def _workspace(self) -> Workspace:
-        inf = self.settings.inference
-        return Workspace(budget_bytes=inf.workspace_budget_mb * 2**20, watermark=inf.kv_cache_watermark)
 
     def _engine_version(self, options: ParseOptions) -> str:
         if options.ocr == "off":

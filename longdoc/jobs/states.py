@@ -1,0 +1,53 @@
+"""Job states and the transitions between them.
+
+::
+
+    queued ──► running ──► succeeded | partial | failed
+      │  ▲        │
+      │  └────────┘ (interrupted: restart or SIGTERM puts it back in the queue)
+      └──────────────► cancelled          (cancel before or while running)
+    succeeded | partial | failed | cancelled ──► expired   (retention elapsed)
+
+Terminal states are never left except for ``expired``.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class JobState(str, Enum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    PARTIAL = "partial"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL
+
+
+TERMINAL = frozenset({JobState.SUCCEEDED, JobState.PARTIAL, JobState.FAILED, JobState.CANCELLED, JobState.EXPIRED})
+
+ALLOWED: dict[JobState, frozenset[JobState]] = {
+    JobState.QUEUED: frozenset({JobState.RUNNING, JobState.CANCELLED, JobState.FAILED}),
+    JobState.RUNNING: frozenset({JobState.QUEUED, JobState.SUCCEEDED, JobState.PARTIAL, JobState.FAILED, JobState.CANCELLED}),
+    JobState.SUCCEEDED: frozenset({JobState.EXPIRED}),
+    JobState.PARTIAL: frozenset({JobState.EXPIRED}),
+    JobState.FAILED: frozenset({JobState.EXPIRED}),
+    JobState.CANCELLED: frozenset({JobState.EXPIRED}),
+    JobState.EXPIRED: frozenset(),
+}
+
+
+class IllegalTransition(ValueError):
+    pass
+
+
+def check_transition(old: JobState, new: JobState) -> None:
+    """Raise :class:`IllegalTransition` unless ``old → new`` is allowed."""
+    if new not in ALLOWED[old]:
+        raise IllegalTransition(f"job cannot go from {old.value} to {new.value}")
