@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from longdoc import __version__
+from longdoc import __version__, cli_service
 from longdoc.cli_progress import make_progress
 from longdoc.config import dump_settings, load_settings
 from longdoc.errors import EXIT_PARTIAL, EXIT_USAGE, InvalidOption, LongdocError
@@ -24,6 +24,9 @@ from longdoc.pipeline import ParseOptions, Pipeline
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Long documents to structured text in reading order.")
 config_app = typer.Typer(no_args_is_help=True, help="Inspect the configuration.")
 app.add_typer(config_app, name="config")
+app.add_typer(cli_service.keys_app, name="keys")
+app.command()(cli_service.serve)
+app.command()(cli_service.submit)
 
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="YAML config file (DESIGN §6 shape).")]
 log = logging.getLogger("longdoc.cli")

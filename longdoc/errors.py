@@ -124,6 +124,19 @@ class InvalidOption(LongdocError):
     hint = "See `longdoc parse --help` for the accepted values."
 
 
+class CallbackRefused(LongdocError):
+    """A webhook ``callback_url`` is not a safe public http(s) target."""
+
+    code = "callback_refused"
+    http_status = 422
+    exit_code = EXIT_USAGE
+    hint = (
+        "Use a public http:// or https:// URL without credentials; loopback, private, "
+        "link-local and reserved addresses are refused unless the operator sets "
+        "`service.allow_private_callbacks`."
+    )
+
+
 # --- limits ---------------------------------------------------------------
 
 
@@ -195,6 +208,55 @@ class OutputError(LongdocError):
     http_status = 500
     exit_code = EXIT_UNREADABLE
     hint = "Check that the output folder is writable and has free space."
+
+
+# --- service: storage, database, job records ------------------------------
+
+
+class StorageError(LongdocError):
+    """The object store could not be read or written (I/O, permissions, full disk)."""
+
+    code = "storage_unavailable"
+    http_status = 503
+    exit_code = EXIT_UNREADABLE
+    retryable = True
+    hint = "Retry later; if it persists, check that the object store is reachable, writable and has free space."
+
+
+class ObjectNotFound(LongdocError):
+    code = "object_not_found"
+    http_status = 404
+    exit_code = EXIT_UNREADABLE
+    hint = "The stored object does not exist (never written, deleted or expired)."
+
+
+class InvalidObjectKey(LongdocError):
+    code = "invalid_object_key"
+    http_status = 400
+    exit_code = EXIT_USAGE
+    hint = "Object keys are '/'-separated relative names without empty, '.'-leading or '..' segments, backslashes or control characters."
+
+
+class InvalidTenant(LongdocError):
+    code = "invalid_tenant"
+    http_status = 422
+    exit_code = EXIT_USAGE
+    hint = "Tenant names are 1-63 characters of lowercase letters, digits, '_' and '-', starting with a letter or digit."
+
+
+class DatabaseUnavailable(LongdocError):
+    code = "database_unavailable"
+    http_status = 503
+    exit_code = EXIT_INTERNAL
+    retryable = True
+    hint = "Retry later; if it persists, check that the database is running and `database.url` is right."
+
+
+class IdempotencyKeyReused(LongdocError):
+    code = "idempotency_key_reused"
+    http_status = 409
+    exit_code = EXIT_USAGE
+    hint = "An Idempotency-Key names one request; send a new key for another file or other options."
 
 
 # --- jobs and the service ---------------------------------------------------
@@ -285,3 +347,10 @@ class QueueFull(LongdocError):
     http_status = 429
     retryable = True
     hint = "The server's queue is full; retry after `Retry-After` seconds."
+
+
+class KeyNotFound(LongdocError):
+    code = "key_not_found"
+    http_status = 404
+    exit_code = EXIT_USAGE
+    hint = "List keys with `longdoc keys list` or GET /admin/keys."

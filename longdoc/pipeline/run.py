@@ -85,6 +85,11 @@ class Pipeline:
         engine.load()  # idempotent
         return engine
 
+    def loaded_engines(self) -> list[str]:
+        """Names of the engines built so far (an engine is built on first use
+        and loaded before its first page)."""
+        return list(self._engines)
+
     def close(self) -> None:
         for engine in self._engines.values():
             engine.close()
@@ -235,9 +240,15 @@ class Pipeline:
                            resumed_pages=0, errors=errors)
 
     def _engine_version(self, options: ParseOptions) -> str:
+        name, version = self.engine_name_version(options)
+        return f"{name}:{version}"
+
+    def engine_name_version(self, options: ParseOptions) -> tuple[str, str]:
+        """The engine ``options`` select and its version (the text layer's
+        with ``ocr=off``), without loading it."""
         if options.ocr == "off":
-            return TEXT_LAYER_VERSION
-        return f"{options.engine}:{self._engine_object(options.engine).version}"
+            return TEXT_LAYER_ENGINE, TEXT_LAYER_VERSION
+        return options.engine, self._engine_object(options.engine).version
 
 
 def _retryable(page: Page) -> bool:

@@ -1,0 +1,115 @@
+"""Service commands: ``longdoc serve``, ``longdoc submit``, ``longdoc keys``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from longdoc.config import load_settings
+from longdoc.errors import EXIT_PARTIAL, KeyNotFound, Unauthorized
+
+ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="YAML config file (DESIGN §6 shape).")]
+keys_app = typer.Typer(no_args_is_help=True, help="Manage API keys (admin; talks to the database directly).")
+
+
+def serve(
+    config: ConfigOpt = None,
+    host: Annotated[Optional[str], typer.Option("--host")] = None,
+    port: Annotated[Optional[int], typer.Option("--port")] = None,
+) -> None:
+    """Run the HTTP service (API, embedded queue and workers) until SIGTERM/Ctrl-C.
+    On SIGTERM it stops intake and checkpoints running jobs; they resume on the next start."""
+    import uvicorn
+
+    from longdoc.service.app import create_app
+    from longdoc.service.logs import configure_logging
+
+    settings = load_settings(config, overrides={"service": {"host": host, "port": port}})
+    configure_logging(settings.service.log_json)
+    uvicorn.run(
+        create_app(settings), host=settings.service.host, port=settings.service.port,
+        log_config=None, timeout_graceful_shutdown=10, access_log=False,
+    )
+
+
+def submit(
+    files: Annotated[list[Path], typer.Argument(help="Documents to submit.", show_default=False)],
+    wait: Annotated[bool, typer.Option("--wait", help="Wait for each job and download its results.")] = False,
+    out: Annotated[Path, typer.Option("-o", "--out", help="Where --wait writes results.")] = Path("out"),
+    format: Annotated[str, typer.Option("--format")] = "md,json,txt",
+    pages: Annotated[Optional[str], typer.Option("--pages")] = None,
+    ocr: Annotated[Optional[str], typer.Option("--ocr")] = None,
+    url: Annotated[Optional[str], typer.Option("--url", help="Server URL (client.url).")] = None,
+    api_key: Annotated[Optional[str], typer.Option("--api-key", help="API key (client.api_key).")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Submit documents to a running service; with --wait, write OUT/<stem>.<fmt>."""
+    from longdoc.client import LongdocClient
+
+    settings = load_settings(config, overrides={"client": {"url": url, "api_key": api_key}})
+    key = settings.client.api_key.get_secret_value() if settings.client.api_key else None
+    if not key:
+        raise Unauthorized("No API key: pass --api-key or set LONGDOC_CLIENT__API_KEY.")
+    formats = [f.strip() for f in format.split(",") if f.strip()]
+    options = {"formats": formats, **({"pages": pages} if pages else {}), **({"ocr": ocr} if ocr else {})}
+    worst = 0
+    with LongdocClient(settings.client.url, key) as client:
+        for path in files:
+            job = client.submit(path, options=options)
+            typer.echo(f"{path}: job {job['id']} {job['state']}")
+            if not wait:
+                continue
+            job = client.wait(job["id"])
+            typer.echo(f"{path}: {job['state']} ({job.get('pages_done')}/{job.get('pages_total')} pages)")
+            if job["state"] in ("succeeded", "partial"):
+                out.mkdir(parents=True, exist_ok=True)
+                for fmt in formats:
+                    dest = client.result(job["id"], format=fmt, dest=out / f"{path.stem}.{fmt}")
+                    typer.echo(f"{fmt}: {dest}")
+            if job["state"] != "succeeded":
+                worst = EXIT_PARTIAL
+                if job.get("error"):
+                    typer.echo(f"  [{job['error'].get('code')}] {job['error'].get('message')}", err=True)
+    if worst:
+        raise typer.Exit(worst)
+
+
+def _repo(config: Path | None):
+    from longdoc.jobs import db
+    from longdoc.jobs.repo import KeyRepo
+
+    settings = load_settings(config)
+    engine = db.make_engine(settings.database.url)
+    db.migrate(engine)
+    return KeyRepo(db.session_factory(engine))
+
+
+@keys_app.command("create")
+def keys_create(
+    tenant: Annotated[str, typer.Option("--tenant", help="Tenant the key belongs to.")],
+    rate_limit: Annotated[Optional[int], typer.Option("--rate-limit", help="Requests per minute.")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Create a key. The key is printed alone on the last line (shown once)."""
+    key, plaintext = _repo(config).create(tenant, rate_limit_per_minute=rate_limit)
+    typer.echo(f"id: {key.id}\ntenant: {key.tenant}\nwebhook_secret: {key.webhook_secret}")
+    typer.echo(plaintext)
+
+
+@keys_app.command("list")
+def keys_list(tenant: Annotated[Optional[str], typer.Option("--tenant")] = None, config: ConfigOpt = None) -> None:
+    """List keys (prefix only, never the key)."""
+    for k in _repo(config).list(tenant):
+        typer.echo(json.dumps({"id": k.id, "tenant": k.tenant, "prefix": k.key_prefix,
+                               "revoked": k.revoked_at is not None, "rate_limit_per_minute": k.rate_limit_per_minute}))
+
+
+@keys_app.command("revoke")
+def keys_revoke(key_id: Annotated[str, typer.Argument()], config: ConfigOpt = None) -> None:
+    """Revoke a key by id; requests with it get 401 from then on."""
+    if not _repo(config).revoke(key_id):
+        raise KeyNotFound(f"No key {key_id!r}.")
+    typer.echo(f"revoked {key_id}")

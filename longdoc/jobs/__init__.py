@@ -1,0 +1,1 @@
+"""Jobs: database records, job states, repositories, runner and dispatch."""

@@ -1,0 +1,172 @@
+"""Database connections and schema migrations.
+
+``database.url`` is a SQLAlchemy URL: ``sqlite:///./data/longdoc.db``
+(default; the folder is created) or ``postgresql+psycopg://user@host/db``
+(``postgresql://`` is read as psycopg 3). :func:`migrate` brings the schema to
+the newest Alembic revision shipped in ``longdoc/jobs/migrations`` and is
+meant to be called at every start: it is idempotent, runs in one
+transaction, and concurrent callers are serialized (PostgreSQL: a
+transaction-level advisory lock; SQLite: ``BEGIN IMMEDIATE``), so two
+processes starting at once cannot both create the tables.
+
+Connection failures surface as :class:`~longdoc.errors.DatabaseUnavailable`;
+an unusable URL as :class:`~longdoc.errors.ConfigError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, InterfaceError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import StaticPool
+
+from longdoc.errors import ConfigError, DatabaseUnavailable
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+# pg_advisory_xact_lock key for migrations: "longdoc" in ASCII.
+_MIGRATION_LOCK = int.from_bytes(b"longdoc", "big")
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url`` (SQLite or PostgreSQL) with pre-ping.
+
+    SQLite: the database file's folder is created, a relative path is fixed
+    against the current directory now, and every connection gets WAL
+    journaling, a busy timeout and foreign keys. ``sqlite://`` (in memory)
+    shares one connection: for single-threaded tests only.
+    """
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise ConfigError(f"database.url {url!r} is not a database URL.",
+                          hint="Use sqlite:///./data/longdoc.db or postgresql+psycopg://user@host/db.") from exc
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        return _sqlite_engine(parsed)
+    if backend in ("postgresql", "postgres"):
+        if parsed.drivername in ("postgresql", "postgres"):
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        return create_engine(parsed, pool_pre_ping=True)
+    raise ConfigError(f"database.url uses {backend!r}; longdoc supports SQLite and PostgreSQL.",
+                      hint="Use sqlite:///./data/longdoc.db or postgresql+psycopg://user@host/db.")
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False}, "pool_pre_ping": True}
+    if url.database in (None, "", ":memory:"):
+        kwargs["poolclass"] = StaticPool
+    else:
+        path = Path(url.database).absolute()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DatabaseUnavailable(f"Cannot create the database folder {path.parent}: {exc.strerror or exc}.") from exc
+        url = url.set(database=str(path))
+    engine = create_engine(url, **kwargs)
+    event.listen(engine, "connect", _sqlite_on_connect)
+    return engine
+
+
+def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+    finally:
+        cursor.close()
+
+
+def session_factory(engine: Engine) -> sessionmaker[Session]:
+    """Sessions whose loaded objects stay readable after commit (the
+    repositories hand detached rows to callers)."""
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+def migrate(url_or_engine: str | Engine) -> None:
+    """Upgrade the schema to the newest shipped revision (no-op when it is
+    current). Raises DatabaseUnavailable when the database cannot be reached."""
+    engine = make_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
+    try:
+        with _locked_transaction(engine) as conn:
+            config = _alembic_config()
+            config.attributes["connection"] = conn
+            command.upgrade(config, "head")
+    except (OperationalError, InterfaceError) as exc:
+        raise _unavailable(exc) from exc
+    finally:
+        if isinstance(url_or_engine, str):
+            engine.dispose()
+
+
+@contextmanager
+def _locked_transaction(engine: Engine) -> Iterator[Connection]:
+    """One connection inside one transaction that only one migrator at a
+    time can hold; committed on a clean exit."""
+    with engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            with conn.begin():
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
+                yield conn
+            return
+        # pysqlite would run DDL outside any transaction: take the write lock
+        # explicitly so the whole upgrade is atomic and exclusive.
+        dbapi = conn.connection.driver_connection
+        saved = dbapi.isolation_level
+        dbapi.isolation_level = None
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
+        finally:
+            dbapi.isolation_level = saved
+
+
+def _alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS).replace("%", "%%"))
+    return config
+
+
+def head_revision() -> str:
+    """The newest revision shipped with this version of longdoc."""
+    head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
+    assert head is not None, "longdoc ships at least one migration"
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The revision the database is at (None before the first migration)."""
+    try:
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    except (OperationalError, InterfaceError) as exc:
+        raise _unavailable(exc) from exc
+
+
+def ping(engine: Engine) -> None:
+    """Return if the database answers a trivial query; raise DatabaseUnavailable otherwise."""
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except (OperationalError, InterfaceError) as exc:
+        raise _unavailable(exc) from exc
+
+
+def _unavailable(exc: OperationalError | InterfaceError) -> DatabaseUnavailable:
+    return DatabaseUnavailable(f"The database is unavailable ({type(exc.orig).__name__}).")

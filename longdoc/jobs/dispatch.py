@@ -1,0 +1,158 @@
+"""Dispatch: which queued job runs next, on which worker.
+
+The database is the source of truth; a dispatcher only carries job ids.
+:class:`Dispatcher` is the interface a distributed implementation (Celery,
+a later issue) provides too. :class:`EmbeddedDispatcher` runs jobs on
+threads inside the server process:
+
+- two lanes, ``short`` and ``long`` (by page count); within a lane, higher
+  priority first, then first come first served;
+- ``max_concurrency`` jobs at once, of which at most ``max_concurrency - 1``
+  long ones, so a short document is never stuck behind long ones;
+- a bounded queue (``max_queued``): callers call :meth:`check_room` before
+  accepting a job (429 ``queue_full`` otherwise); :meth:`submit` itself never
+  refuses an accepted job, so a race past the bound cannot lose one;
+- ``stop()`` stops intake and asks running jobs to checkpoint and go back to
+  the queue between groups (see :class:`~longdoc.jobs.runner.JobRunner`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+from longdoc.errors import QueueFull, ShuttingDown
+
+log = logging.getLogger("longdoc.dispatch")
+
+LANES = ("short", "long")
+
+
+class Dispatcher(Protocol):
+    def start(self) -> None: ...
+    def check_room(self) -> None: ...
+    def submit(self, job_id: str, lane: str, priority: int) -> None: ...
+    def depth(self) -> dict[str, int]: ...
+    def stop(self, timeout: float) -> None: ...
+
+
+class EmbeddedDispatcher:
+    def __init__(
+        self,
+        run: Callable[[str], object],
+        max_concurrency: int,
+        max_queued: int,
+        on_stop: Callable[[], None] | None = None,
+    ) -> None:
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be >= 1")
+        self._run = run
+        self._on_stop = on_stop
+        self.max_concurrency = max_concurrency
+        self.max_queued = max_queued
+        self._lanes: dict[str, list[tuple[int, int, str]]] = {lane: [] for lane in LANES}
+        self._queued: set[str] = set()
+        self._running: dict[str, str] = {}  # job id -> lane
+        self._seq = itertools.count()
+        self._cv = threading.Condition()
+        self._stopping = False
+        self._threads: list[threading.Thread] = []
+
+    # -- interface -------------------------------------------------------
+
+    def start(self) -> None:
+        for i in range(self.max_concurrency):
+            t = threading.Thread(target=self._worker, name=f"longdoc-job-{i}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def submit(self, job_id: str, lane: str, priority: int) -> None:
+        """Queue ``job_id`` (idempotent: a job already queued or running is
+        not queued twice). Raises ShuttingDown once :meth:`stop` began; the
+        job then stays queued in the database and runs after the restart."""
+        if lane not in self._lanes:
+            raise ValueError(f"unknown lane {lane!r}")
+        with self._cv:
+            if self._stopping:
+                raise ShuttingDown("The server is shutting down and accepts no new jobs.")
+            if job_id in self._queued or job_id in self._running:
+                return
+            heapq.heappush(self._lanes[lane], (-priority, next(self._seq), job_id))
+            self._queued.add(job_id)
+            self._cv.notify()
+
+    def check_room(self) -> None:
+        """Raise QueueFull (429) or ShuttingDown (503) when a new job cannot
+        be accepted now."""
+        with self._cv:
+            if self._stopping:
+                raise ShuttingDown("The server is shutting down and accepts no new jobs.")
+            if len(self._queued) >= self.max_queued:
+                raise QueueFull(f"The queue holds {self.max_queued} jobs already.", retry_after=30)
+
+    def depth(self) -> dict[str, int]:
+        with self._cv:
+            depth = {lane: sum(1 for _, _, j in q if j in self._queued) for lane, q in self._lanes.items()}
+            depth["running"] = len(self._running)
+            return depth
+
+    def discard(self, job_id: str) -> None:
+        """Forget a queued job (cancelled or deleted before it ran)."""
+        with self._cv:
+            self._queued.discard(job_id)
+
+    def stop(self, timeout: float) -> None:
+        """Stop intake; running jobs are told to stop between groups (via
+        ``on_stop``) and are waited for up to ``timeout`` seconds."""
+        with self._cv:
+            self._stopping = True
+            self._cv.notify_all()
+        if self._on_stop is not None:
+            self._on_stop()
+        for t in self._threads:
+            t.join(timeout)
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    # -- workers -----------------------------------------------------------
+
+    def _next(self) -> tuple[str, str] | None:
+        """Under the lock: the next job to run, or None."""
+        long_running = sum(1 for lane in self._running.values() if lane == "long")
+        order = ["short", "long"]
+        for lane in order:
+            if lane == "long" and self.max_concurrency > 1 and long_running >= self.max_concurrency - 1:
+                continue
+            queue = self._lanes[lane]
+            while queue:
+                _, _, job_id = heapq.heappop(queue)
+                if job_id in self._queued:  # skip discarded entries
+                    self._queued.discard(job_id)
+                    return job_id, lane
+        return None
+
+    def _worker(self) -> None:
+        while True:
+            with self._cv:
+                picked = None
+                while not self._stopping and (picked := self._next()) is None:
+                    self._cv.wait()
+                if self._stopping:
+                    return
+                assert picked is not None
+                job_id, lane = picked
+                self._running[job_id] = lane
+            try:
+                self._run(job_id)
+            except Exception:  # the runner records failures itself; never kill a worker
+                log.exception("dispatcher: job runner raised", extra={"job_id": job_id})
+            finally:
+                with self._cv:
+                    self._running.pop(job_id, None)
+                    self._cv.notify_all()

@@ -1,0 +1,56 @@
+"""Prometheus metrics of the job layer, on a registry of their own.
+
+Counters and histograms are updated as jobs run; gauges that mirror the
+database or the queue (jobs by state, queue depth) are read at scrape time
+through callbacks the service installs, so they are never stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+
+STAGE_BUCKETS = (0.001, 0.005, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800)
+
+
+class _Mirror(Collector):
+    """A labelled gauge whose values come from a callback at scrape time."""
+
+    def __init__(self, name: str, doc: str, label: str, read: Callable[[], Mapping[str, float]]):
+        self.name, self.doc, self.label, self.read = name, doc, label, read
+
+    def collect(self):
+        family = GaugeMetricFamily(self.name, self.doc, labels=[self.label])
+        try:
+            values = self.read()
+        except Exception:  # a scrape must not fail because the DB blinked
+            values = {}
+        for key, value in sorted(values.items()):
+            family.add_metric([key], value)
+        yield family
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)  # process_resident_memory_bytes, cpu, fds
+        r = self.registry
+        self.pages = Counter("longdoc_pages", "Pages finished (rate() gives pages/s)", ["status", "source"], registry=r)
+        self.jobs_finished = Counter("longdoc_jobs_finished", "Jobs that reached a final state", ["state"], registry=r)
+        self.stage_seconds = Histogram(
+            "longdoc_stage_seconds", "Time per page and stage (render, recognize, layout, text_layer) and per job",
+            ["stage"], buckets=STAGE_BUCKETS, registry=r,
+        )
+        self.submit_seconds = Histogram("longdoc_submit_seconds", "Submit latency (upload to 202)", registry=r,
+                                        buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+        self.workspace_bytes = Gauge("longdoc_workspace_bytes", "Workspace in use (images/results in flight)", registry=r)
+        self.workspace_limit_bytes = Gauge("longdoc_workspace_limit_bytes", "kv_cache_watermark × workspace budget", registry=r)
+        self.webhook_attempts = Counter("longdoc_webhook_attempts", "Webhook delivery attempts", ["outcome"], registry=r)
+        self.errors = Counter("longdoc_errors", "Errors returned to clients, by code", ["code"], registry=r)
+
+    def mirror(self, name: str, doc: str, label: str, read: Callable[[], Mapping[str, float]]) -> None:
+        self.registry.register(_Mirror(name, doc, label, read))

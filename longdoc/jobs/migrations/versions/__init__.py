@@ -1,0 +1,1 @@
+"""Migration scripts, applied in order by ``longdoc.jobs.db.migrate``."""

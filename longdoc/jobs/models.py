@@ -1,0 +1,171 @@
+"""Database records: API keys, jobs, per-page results, webhook deliveries.
+
+SQLAlchemy 2 declarative models, portable between SQLite and PostgreSQL:
+ids are uuid4 hex strings, states and lanes plain strings (validated in
+Python, see :mod:`longdoc.jobs.states`), structured fields JSON, and every
+timestamp a timezone-aware UTC ``datetime`` (:class:`UTCDateTime`; SQLite,
+which has no time zones, stores naive UTC). The schema itself is created by
+the Alembic migrations in ``longdoc/jobs/migrations``; a test checks that
+they match these models.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    MetaData,
+    Boolean,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+MAX_IDEMPOTENCY_KEY = 255
+LANES = ("short", "long")
+PAGE_STATUSES = ("ok", "failed")
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """``DateTime(timezone=True)`` that only accepts aware datetimes and
+    always returns them in UTC (also on SQLite, which drops the zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"naive datetime {value!r}: longdoc stores timezone-aware UTC times")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+# Named constraints, so migrations (and SQLite's batch mode) can address them.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {datetime: UTCDateTime, dict[str, Any]: JSON, list[int]: JSON}
+
+
+class ApiKey(Base):
+    """An API key bound to one tenant. Only the sha256 of the key is kept;
+    the plaintext is shown once, at creation."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    tenant: Mapped[str] = mapped_column(String(63), index=True)
+    key_prefix: Mapped[str] = mapped_column(String(16))
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    webhook_secret: Mapped[str] = mapped_column(String(128))
+    rate_limit_per_minute: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    revoked_at: Mapped[datetime | None]
+    last_used_at: Mapped[datetime | None]
+
+
+class Job(Base):
+    """One submitted document and everything known about its processing."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        UniqueConstraint("tenant", "idempotency_key", name="uq_jobs_tenant_idempotency_key"),
+        Index("ix_jobs_tenant_created", "tenant", "created_at"),
+        Index("ix_jobs_tenant_sha256", "tenant", "sha256"),
+        Index("ix_jobs_dispatch", "state", "priority", "queued_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    tenant: Mapped[str] = mapped_column(String(63))  # indexed by ix_jobs_tenant_created
+    api_key_id: Mapped[str | None] = mapped_column(String(32), ForeignKey("api_keys.id"))
+    state: Mapped[str] = mapped_column(String(16))  # indexed by ix_jobs_dispatch
+    priority: Mapped[int] = mapped_column(Integer, default=0)
+    lane: Mapped[str] = mapped_column(String(8), default="short")
+    filename: Mapped[str] = mapped_column(Text)
+    media_type: Mapped[str] = mapped_column(String(127))
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+    options: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    options_hash: Mapped[str] = mapped_column(String(64))
+    idempotency_key: Mapped[str | None] = mapped_column(String(MAX_IDEMPOTENCY_KEY))
+    callback_url: Mapped[str | None] = mapped_column(Text)
+    pages_total: Mapped[int | None] = mapped_column(Integer)
+    pages_done: Mapped[int] = mapped_column(Integer, default=0)
+    failed_pages: Mapped[list[int]] = mapped_column(default=list)
+    error: Mapped[dict[str, Any] | None]
+    engine: Mapped[str | None] = mapped_column(String(64))
+    engine_version: Mapped[str | None] = mapped_column(String(255))
+    timings: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    peak_rss_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    queued_at: Mapped[datetime | None]
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    expires_at: Mapped[datetime | None]
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    worker_id: Mapped[str | None] = mapped_column(String(128))
+    heartbeat_at: Mapped[datetime | None]
+
+
+class JobPage(Base):
+    """The outcome of one page of a job (1-based ``page``)."""
+
+    __tablename__ = "job_pages"
+
+    job_id: Mapped[str] = mapped_column(String(32), ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    page: Mapped[int] = mapped_column(Integer, primary_key=True)
+    status: Mapped[str] = mapped_column(String(8))
+    error: Mapped[dict[str, Any] | None]
+    text_source: Mapped[str | None] = mapped_column(String(16))
+    seconds: Mapped[float | None] = mapped_column(Float)
+
+
+class WebhookDelivery(Base):
+    """One attempt to deliver a job's webhook."""
+
+    __tablename__ = "webhook_deliveries"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    job_id: Mapped[str] = mapped_column(String(32), ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    url: Mapped[str] = mapped_column(Text)
+    attempt: Mapped[int] = mapped_column(Integer)
+    status_code: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+    duration_ms: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

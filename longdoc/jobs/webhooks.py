@@ -1,0 +1,490 @@
+"""Signed job webhooks: signatures, target checks, delivery with retries, a sender.
+
+Wire format (service contract, "Webhooks")::
+
+    POST <callback_url>
+    Content-Type: application/json
+    X-Longdoc-Event: job.finished
+    X-Longdoc-Delivery: <uuid, the same for every attempt of one delivery>
+    X-Longdoc-Timestamp: <unix seconds, fresh per attempt>
+    X-Longdoc-Signature: sha256=<hex HMAC-SHA256(webhook_secret, f"{timestamp}." + raw body)>
+
+    {"event": "job.finished", "job": {...JobPublic...}}
+
+Safety: a target must be http(s), carry no credentials, and every address its
+host resolves to must be public (not loopback, private, link-local, multicast,
+reserved, unspecified, shared or otherwise non-global; IPv4 embedded in IPv6
+is judged as IPv4) unless ``allow_private``. The check runs when a job is
+submitted (:func:`check_target`) and again before every delivery attempt, and
+the attempt connects to exactly the addresses that were checked (the URL is
+pinned to the IP; ``Host`` and TLS SNI/certificate checks keep the original
+name), so a DNS answer that changes between check and connect cannot redirect
+the request. Redirects are never followed and environment proxies are ignored.
+
+Receivers verify a delivery with :func:`verify`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import itertools
+import json
+import logging
+import queue
+import re
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+from tenacity import Retrying, retry_if_result, stop_after_attempt, wait_exponential_jitter
+
+from longdoc import __version__
+from longdoc.errors import CallbackRefused
+
+log = logging.getLogger("longdoc.webhooks")
+
+EVENT_HEADER = "X-Longdoc-Event"
+DELIVERY_HEADER = "X-Longdoc-Delivery"
+TIMESTAMP_HEADER = "X-Longdoc-Timestamp"
+SIGNATURE_HEADER = "X-Longdoc-Signature"
+_SIGNATURE_PREFIX = "sha256="
+_MAX_URL_CHARS = 2048
+_MAX_ERROR_CHARS = 500
+
+Record = Callable[[int, int | None, str | None, int], None]
+"""``(attempt 1-based, HTTP status or None, error text or None, duration_ms)``."""
+
+SenderRecord = Callable[[str, str, int, int | None, str | None, int], None]
+"""``(job_id, url, attempt, status, error, duration_ms)``."""
+
+
+# --- signatures -------------------------------------------------------------
+
+
+def sign(secret: str, timestamp: int, body: bytes) -> str:
+    """``"sha256=<hex>"``: HMAC-SHA256 keyed by ``secret`` over ``f"{timestamp}." + body``."""
+    message = f"{int(timestamp)}.".encode() + body
+    return _SIGNATURE_PREFIX + hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+
+
+def verify(
+    secret: str,
+    timestamp: int | str,
+    body: bytes,
+    signature: str,
+    *,
+    tolerance_s: float = 300,
+    now: float | None = None,
+) -> bool:
+    """True when ``signature`` signs ``body`` at ``timestamp`` with ``secret`` and
+    ``timestamp`` is within ``tolerance_s`` of ``now`` (default: the clock).
+
+    ``timestamp`` may be the raw header string. Malformed input gives False,
+    never an exception. The digest comparison is constant-time.
+    """
+    try:
+        ts = int(timestamp)
+    except (TypeError, ValueError):
+        return False
+    current = time.time() if now is None else now
+    if abs(current - ts) > tolerance_s:
+        return False
+    if not isinstance(signature, str):
+        return False
+    return hmac.compare_digest(sign(secret, ts, body).encode(), signature.strip().encode())
+
+
+# --- targets ----------------------------------------------------------------
+
+
+class _Unresolvable(Exception):
+    """The host has no address right now (DNS trouble): retry later."""
+
+
+@dataclass(frozen=True)
+class _Target:
+    url: httpx.URL
+    addresses: tuple[str, ...]  # every one checked, resolver order
+
+
+def check_target(url: str, *, allow_private: bool) -> None:
+    """Accept ``url`` as a webhook target or raise :class:`CallbackRefused`.
+
+    Refused: anything but http/https, credentials in the URL, no host, a host
+    that does not resolve, or (unless ``allow_private``) any resolved address
+    that is not public. Resolves with ``socket.getaddrinfo``.
+    """
+    try:
+        _resolve_target(url, allow_private=allow_private)
+    except _Unresolvable as exc:
+        raise CallbackRefused(
+            f"callback_url host does not resolve ({exc}).", url=_redact(url)
+        ) from exc
+
+
+def _resolve_target(url: str, *, allow_private: bool) -> _Target:
+    parsed = _parse(url)
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    addresses = _resolve(parsed.host, port)
+    if not allow_private:
+        for ip in addresses:
+            reason = _refusal(ipaddress.ip_address(ip))
+            if reason is not None:
+                # The address itself is not echoed: the answer must not serve
+                # as an oracle for the internal DNS.
+                raise CallbackRefused(
+                    f"callback_url host {parsed.host} resolves to a {reason} address.",
+                    url=_redact(url),
+                )
+    return _Target(url=parsed, addresses=addresses)
+
+
+def _parse(url: str) -> httpx.URL:
+    """The same parser the request uses (no parser differential)."""
+    if not isinstance(url, str) or not url or len(url) > _MAX_URL_CHARS:
+        raise CallbackRefused(f"callback_url must be a URL of at most {_MAX_URL_CHARS} characters.")
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError, TypeError) as exc:
+        raise CallbackRefused(f"callback_url is not a valid URL ({exc}).") from exc
+    if parsed.scheme not in ("http", "https"):
+        raise CallbackRefused(f"callback_url scheme {parsed.scheme or '(none)'!r} is not http or https.")
+    if parsed.userinfo or "@" in _authority(url):
+        raise CallbackRefused("callback_url must not contain credentials (user:password@).")
+    if not parsed.host:
+        raise CallbackRefused("callback_url has no host.")
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise CallbackRefused(f"callback_url port {parsed.port} is out of range.")
+    return parsed
+
+
+def _authority(url: str) -> str:
+    """The raw ``[userinfo@]host[:port]`` part (catches an empty ``@`` the parser drops)."""
+    rest = url.split("//", 1)[1] if "//" in url else ""
+    return re.split(r"[/?#\\]", rest, maxsplit=1)[0]
+
+
+def _resolve(host: str, port: int) -> tuple[str, ...]:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError) as exc:
+        raise _Unresolvable(str(exc)) from exc
+    addresses = tuple(dict.fromkeys(str(info[4][0]) for info in infos))
+    if not addresses:
+        raise _Unresolvable(f"no address for {host}")
+    return addresses
+
+
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def _refusal(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """Why ``addr`` is not a public unicast address, or None when it is."""
+    if isinstance(addr, ipaddress.IPv6Address):
+        if addr.ipv4_mapped is not None:
+            return _refusal(addr.ipv4_mapped)
+        if addr in _NAT64:
+            return _refusal(ipaddress.IPv4Address(int(addr) & 0xFFFFFFFF))
+        if addr.sixtofour is not None and (inner := _refusal(addr.sixtofour)):
+            return f"6to4 {inner}"
+    for kind in ("unspecified", "loopback", "link_local", "multicast", "private", "reserved"):
+        if getattr(addr, f"is_{kind}"):
+            return kind.replace("_", "-")
+    if not addr.is_global:
+        return "non-global"
+    return None
+
+
+def _redact(url: str) -> str:
+    """The URL without query and fragment (they may carry tokens), for errors and logs."""
+    return url.split("?", 1)[0].split("#", 1)[0][:200] if isinstance(url, str) else "?"
+
+
+# --- delivery ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    ok: bool = False
+    retry: bool = False
+    status: int | None = None
+    error: str | None = None
+    retry_after_s: float | None = None
+
+
+def deliver(
+    url: str,
+    payload: dict[str, Any],
+    secret: str,
+    *,
+    record: Record,
+    max_attempts: int = 5,
+    base_delay_s: float = 1.0,
+    max_delay_s: float = 60.0,
+    timeout_s: float = 10.0,
+    allow_private: bool = False,
+    sleep: Callable[[float], None] = time.sleep,
+) -> bool:
+    """POST ``payload`` as signed JSON to ``url``; True once a 2xx answer arrives.
+
+    Retries (up to ``max_attempts`` in all, exponential backoff from
+    ``base_delay_s`` with jitter, capped at ``max_delay_s``) on connection
+    errors, timeouts, DNS failures, 5xx and 429; a ``Retry-After`` answer
+    replaces the backoff, capped at ``max_delay_s``. Any other status (3xx,
+    4xx) or a refused target ends at once. ``record`` is called after every
+    attempt. Network trouble never raises: the result is False after the last
+    attempt. Errors raised by ``record`` propagate.
+    """
+    if max_attempts < 1:
+        raise ValueError("max_attempts must be at least 1")
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    base_headers = {
+        "Content-Type": "application/json",
+        "User-Agent": f"longdoc-webhooks/{__version__}",
+        EVENT_HEADER: str(payload.get("event", "job.finished")),
+        DELIVERY_HEADER: str(uuid.uuid4()),
+    }
+    attempt_numbers = itertools.count(1)
+    with httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False) as client:
+
+        def one_attempt() -> _Outcome:
+            attempt = next(attempt_numbers)
+            started = time.monotonic()
+            outcome = _attempt(client, url, body, secret, base_headers, allow_private)
+            record(attempt, outcome.status, outcome.error, int((time.monotonic() - started) * 1000))
+            return outcome
+
+        retrying = Retrying(
+            stop=stop_after_attempt(max_attempts),
+            wait=_Backoff(base_delay_s, max_delay_s),
+            retry=retry_if_result(lambda outcome: outcome.retry),
+            sleep=sleep,
+            retry_error_callback=lambda state: state.outcome.result(),
+        )
+        return retrying(one_attempt).ok
+
+
+class _Backoff:
+    """Exponential backoff with jitter, or the server's Retry-After when it gave one."""
+
+    def __init__(self, base_delay_s: float, max_delay_s: float) -> None:
+        self._max_delay_s = max_delay_s
+        self._exponential = wait_exponential_jitter(
+            multiplier=base_delay_s, max=max_delay_s, jitter=base_delay_s
+        )
+
+    def __call__(self, state: Any) -> float:
+        outcome: _Outcome = state.outcome.result()
+        if outcome.retry_after_s is not None:
+            return min(outcome.retry_after_s, self._max_delay_s)
+        return float(self._exponential(state))
+
+
+def _attempt(
+    client: httpx.Client,
+    url: str,
+    body: bytes,
+    secret: str,
+    base_headers: dict[str, str],
+    allow_private: bool,
+) -> _Outcome:
+    """One delivery attempt: re-check the target, then POST to its checked addresses."""
+    try:
+        target = _resolve_target(url, allow_private=allow_private)
+    except CallbackRefused as exc:
+        return _Outcome(error=f"{exc.code}: {exc.message}")
+    except _Unresolvable as exc:
+        return _Outcome(retry=True, error=_describe(exc))
+    timestamp = int(time.time())
+    headers = {
+        **base_headers,
+        TIMESTAMP_HEADER: str(timestamp),
+        SIGNATURE_HEADER: sign(secret, timestamp, body),
+    }
+    connect_error: httpx.ConnectError | None = None
+    for ip in target.addresses:
+        try:
+            request = _pinned_request(client, target.url, ip, body, headers)
+            response = client.send(request, stream=True)
+        except httpx.ConnectError as exc:  # nothing was sent: try the next checked address
+            connect_error = exc
+            continue
+        except httpx.InvalidURL as exc:
+            return _Outcome(error=_describe(exc))
+        except httpx.HTTPError as exc:
+            return _Outcome(retry=True, error=_describe(exc))
+        try:  # the body is never read: a receiver cannot make us buffer it
+            return _classify(response.status_code, response.headers.get("Retry-After"))
+        finally:
+            response.close()
+    return _Outcome(retry=True, error=_describe(connect_error))
+
+
+def _pinned_request(
+    client: httpx.Client, url: httpx.URL, ip: str, body: bytes, headers: dict[str, str]
+) -> httpx.Request:
+    """A request to ``ip`` that still presents ``url``'s host (Host header, SNI, cert check)."""
+    extensions: dict[str, Any] = {}
+    if url.scheme == "https" and not _is_ip_literal(url.host):
+        extensions["sni_hostname"] = url.host
+    return client.build_request(
+        "POST",
+        url.copy_with(host=ip),
+        content=body,
+        headers={**headers, "Host": url.netloc.decode("ascii")},
+        extensions=extensions,
+    )
+
+
+def _is_ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _classify(status: int, retry_after: str | None) -> _Outcome:
+    if 200 <= status < 300:
+        return _Outcome(ok=True, status=status)
+    if status == 429 or status >= 500:
+        return _Outcome(retry=True, status=status, retry_after_s=_parse_retry_after(retry_after))
+    return _Outcome(status=status)
+
+
+def _parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` value (delta-seconds or HTTP date); None if absent/bad."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None or when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _describe(exc: BaseException | None) -> str:
+    if exc is None:
+        return "no address to connect to"
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return text[:_MAX_ERROR_CHARS]
+
+
+# --- background sender ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Job:
+    job_id: str
+    url: str
+    payload: dict[str, Any]
+    secret: str
+
+
+_STOP = object()
+
+
+class WebhookSender:
+    """Delivers webhooks on background threads so a job runner never waits on them.
+
+    ``record(job_id, url, attempt, status, error, duration_ms)`` is called after
+    every attempt (from a sender thread; an exception it raises is logged and
+    the delivery goes on). Deliveries live in memory only: ones still queued
+    when the process dies are lost (their recorded attempts say how far they
+    got). Use as a context manager or call :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        record: SenderRecord,
+        *,
+        workers: int = 2,
+        max_attempts: int = 5,
+        base_delay_s: float = 1.0,
+        max_delay_s: float = 60.0,
+        timeout_s: float = 10.0,
+        allow_private: bool = False,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        self._record = record
+        self._options: dict[str, Any] = dict(
+            max_attempts=max_attempts,
+            base_delay_s=base_delay_s,
+            max_delay_s=max_delay_s,
+            timeout_s=timeout_s,
+            allow_private=allow_private,
+            sleep=sleep,
+        )
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._threads = [
+            threading.Thread(target=self._work, name=f"longdoc-webhooks-{i}", daemon=True)
+            for i in range(workers)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, job_id: str, url: str, payload: dict[str, Any], secret: str) -> None:
+        """Queue one delivery and return at once. Raises RuntimeError after :meth:`close`."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("WebhookSender is closed")
+            self._queue.put(_Job(job_id, url, payload, secret))
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Stop taking deliveries, let the queued ones finish (up to ``timeout``
+        seconds in all) and return True when all of them did."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                for _ in self._threads:
+                    self._queue.put(_STOP)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in self._threads:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            thread.join(remaining)
+        return not any(thread.is_alive() for thread in self._threads)
+
+    def __enter__(self) -> WebhookSender:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            self._send(item)
+
+    def _send(self, job: _Job) -> None:
+        def record(attempt: int, status: int | None, error: str | None, duration_ms: int) -> None:
+            try:
+                self._record(job.job_id, job.url, attempt, status, error, duration_ms)
+            except Exception:
+                log.exception("recording webhook attempt %d for job %s failed", attempt, job.job_id)
+
+        try:
+            delivered = deliver(job.url, job.payload, job.secret, record=record, **self._options)
+        except Exception:
+            log.exception("webhook delivery for job %s crashed", job.job_id)
+            return
+        if not delivered:
+            log.warning("webhook for job %s to %s was not delivered", job.job_id, _redact(job.url))

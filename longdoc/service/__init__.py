@@ -1,0 +1,1 @@
+"""The HTTP service: FastAPI app over the job layer (DESIGN §5)."""

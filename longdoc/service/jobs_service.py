@@ -1,0 +1,234 @@
+"""What the job routes do, without HTTP: accept, describe, stream, cancel,
+delete. Routes stay thin and call these methods; every failure a client can
+cause is a typed :class:`~longdoc.errors.LongdocError`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from pydantic import ValidationError
+
+from longdoc.config import Settings
+from longdoc.errors import (
+    InvalidOption,
+    JobExpired,
+    JobFailed,
+    JobNotFinished,
+    JobNotFound,
+    PageNotReady,
+    TooManyPages,
+    UploadTooLarge,
+)
+from longdoc.ingest import open_document, parse_page_range
+from longdoc.jobs.dispatch import EmbeddedDispatcher
+from longdoc.jobs.models import ApiKey, Job
+from longdoc.jobs.repo import JobRepo
+from longdoc.jobs.states import JobState
+from longdoc.jobs.webhooks import check_target
+from longdoc.model import Page
+from longdoc.pipeline import ParseOptions
+from longdoc.service.schemas import JobLinks, JobOptions, JobPublic
+from longdoc.storage import keys
+from longdoc.storage.base import ObjectStore
+from longdoc.storage.checkpoint import StoreCheckpoint
+
+log = logging.getLogger("longdoc.service")
+
+MEDIA = {"md": "text/markdown; charset=utf-8", "json": "application/json", "txt": "text/plain; charset=utf-8"}
+CHUNK = 1 << 20
+
+
+@dataclass
+class Submitted:
+    job: JobPublic
+    existing: bool
+
+
+class JobService:
+    def __init__(self, settings: Settings, repo: JobRepo, store: ObjectStore, dispatcher: EmbeddedDispatcher) -> None:
+        self.settings, self.repo, self.store, self.dispatcher = settings, repo, store, dispatcher
+
+    # -- submit --------------------------------------------------------------
+
+    def submit(
+        self,
+        key: ApiKey,
+        upload: BinaryIO,
+        filename: str,
+        options_json: str | None,
+        idempotency_key: str | None,
+        *,
+        max_pages: int | None = None,
+        priority_boost: int = 0,
+        ensure_format: str | None = None,
+    ) -> Submitted:
+        """Validate and accept an upload. Raises input/limit errors before
+        anything is stored; returns the existing job for a repeated
+        idempotency key or the same document with the same options."""
+        options = parse_options(options_json)
+        if ensure_format is not None and ensure_format not in options.formats:
+            options.formats.append(ensure_format)  # type: ignore[arg-type]
+        if options.callback_url:
+            check_target(options.callback_url, allow_private=self.settings.service.allow_private_callbacks)
+        self.dispatcher.check_room()
+        with tempfile.TemporaryDirectory(prefix="longdoc-upload-") as tmp:
+            path = Path(tmp) / "upload"
+            size, sha256 = self._spool(upload, path)
+            with open_document(path, self.settings.limits) as source:      # type, limits, encryption…
+                selected = parse_page_range(options.pages, source.page_count)
+                media_type, page_count = source.media_type, source.page_count
+            if max_pages is not None and len(selected) > max_pages:
+                raise TooManyPages(
+                    f"The synchronous endpoint takes at most {max_pages} pages; this request selects {len(selected)}.",
+                    hint="Submit it as a job with POST /v1/jobs, or select fewer pages.",
+                    limit=max_pages, pages=len(selected),
+                )
+            parse_opts = self._parse_options(options)
+            opts = parse_opts.public()
+            opts_hash = hashlib.sha256(json.dumps(opts, sort_keys=True).encode()).hexdigest()
+            job_id = uuid.uuid4().hex
+            self.store.put_file(keys.original_key(key.tenant, job_id), path)
+        lane = "short" if len(selected) <= self.settings.service.short_doc_pages else "long"
+        job, existing = self.repo.create(
+            id=job_id, tenant=key.tenant, api_key_id=key.id, filename=_safe_name(filename),
+            media_type=media_type, size_bytes=size, sha256=sha256, options=opts, options_hash=opts_hash,
+            idempotency_key=idempotency_key, callback_url=options.callback_url,
+            priority=min(9, options.priority + priority_boost), lane=lane, pages_total=len(selected),
+        )
+        if existing:
+            self.store.delete(keys.original_key(key.tenant, job_id))
+        else:
+            self.dispatcher.submit(job.id, job.lane, job.priority)
+            log.info("job accepted", extra={"job_id": job.id, "tenant": key.tenant, "pages": len(selected),
+                                            "page_count": page_count, "lane": lane, "bytes": size})
+        return Submitted(self.public(job), existing)
+
+    def _spool(self, upload: BinaryIO, path: Path) -> tuple[int, str]:
+        limit = self.settings.limits.max_upload_mb * 2**20
+        digest = hashlib.sha256()
+        size = 0
+        with open(path, "wb") as out:
+            while block := upload.read(CHUNK):
+                size += len(block)
+                if size > limit:
+                    raise UploadTooLarge(
+                        f"The upload is larger than {self.settings.limits.max_upload_mb} MB.",
+                        limit_mb=self.settings.limits.max_upload_mb,
+                    )
+                digest.update(block)
+                out.write(block)
+        return size, digest.hexdigest()
+
+    def _parse_options(self, options: JobOptions) -> ParseOptions:
+        return ParseOptions.from_settings(
+            self.settings, pages=options.pages, ocr=options.ocr, engine=options.engine,
+            dpi=options.dpi, formats=tuple(dict.fromkeys(options.formats)),
+        )
+
+    # -- read ----------------------------------------------------------------
+
+    def get(self, key: ApiKey, job_id: str) -> Job:
+        job = self.repo.get(key.tenant, job_id)
+        if job is None:
+            raise JobNotFound(f"No job {job_id!r}.")
+        return job
+
+    def public(self, job: Job) -> JobPublic:
+        base = f"/v1/jobs/{job.id}"
+        position = self.repo.queue_position(job) if job.state == JobState.QUEUED.value else None
+        return JobPublic(
+            id=job.id, state=job.state, created_at=job.created_at, started_at=job.started_at,
+            finished_at=job.finished_at, expires_at=job.expires_at, filename=job.filename,
+            media_type=job.media_type, size_bytes=job.size_bytes, pages_total=job.pages_total,
+            pages_done=job.pages_done or 0, failed_pages=list(job.failed_pages or []), queue_position=position,
+            priority=job.priority, lane=job.lane, options=dict(job.options or {}), engine=job.engine,
+            engine_version=job.engine_version, timings=dict(job.timings or {}), peak_rss_bytes=job.peak_rss_bytes,
+            attempts=job.attempts or 0, error=job.error,
+            links=JobLinks(self=base, events=f"{base}/events", result=f"{base}/result", pages=f"{base}/pages"),
+        )
+
+    def list(self, key: ApiKey, state: str | None, limit: int, cursor: str | None) -> tuple[list[JobPublic], str | None]:
+        jobs, nxt = self.repo.list(key.tenant, state=state, limit=limit, cursor=cursor)
+        return [self.public(j) for j in jobs], nxt
+
+    def page(self, key: ApiKey, job_id: str, number: int) -> Page:
+        """A page's result as soon as its group is checkpointed. Raises
+        PageNotReady while it may still come, JobNotFound when it never will."""
+        job = self.get(key, job_id)
+        self._not_expired(job)
+        page = StoreCheckpoint(self.store, keys.checkpoint_prefix(job.tenant, job.id)).load_page(number)
+        if page is not None:
+            return page
+        if JobState(job.state).terminal:
+            raise JobNotFound(f"Job {job_id} has no page {number}.", hint="Pages are the 1-based numbers of the selected range.")
+        raise PageNotReady(f"Page {number} of job {job_id} is not finished yet.")
+
+    def result_stream(self, key: ApiKey, job_id: str, fmt: str) -> tuple[Iterator[bytes], str, int]:
+        """``(chunks, media type, size)`` of a finished job's export; raises
+        JobNotFinished (202), JobFailed (409), JobExpired (410)."""
+        if fmt not in MEDIA:
+            raise InvalidOption(f"Unknown format {fmt!r}; choose md, json or txt.")
+        job = self.get(key, job_id)
+        self._not_expired(job)
+        if job.state in (JobState.QUEUED.value, JobState.RUNNING.value):
+            raise JobNotFinished(f"Job {job_id} is {job.state}.", job=self.public(job).model_dump(mode="json"))
+        if job.state in (JobState.FAILED.value, JobState.CANCELLED.value):
+            err = job.error or {"code": "job_cancelled", "message": "The job was cancelled."}
+            raise JobFailed(f"Job {job_id} {job.state}: {err.get('message', '')}".strip(), error=err)
+        if fmt not in job.options.get("formats", []):
+            raise InvalidOption(f"Job {job_id} was not asked for format {fmt!r}; it has {job.options.get('formats')}.")
+        key_name = keys.export_key(job.tenant, job.id, fmt)
+        size = self.store.size(key_name)
+        return _chunks(self.store.open_read(key_name)), MEDIA[fmt], size
+
+    # -- change ----------------------------------------------------------------
+
+    def cancel_or_delete(self, key: ApiKey, job_id: str) -> JobPublic | None:
+        """Cancel a queued or running job (returns it); delete a finished one
+        and its stored data (returns None)."""
+        job = self.get(key, job_id)
+        if job.state in (JobState.QUEUED.value, JobState.RUNNING.value):
+            self.repo.request_cancel(job.id)
+            self.dispatcher.discard(job.id)
+            log.info("job cancel requested", extra={"job_id": job.id, "tenant": key.tenant})
+            return self.public(self.get(key, job_id))
+        self.store.delete_prefix(keys.job_prefix(job.tenant, job.id))
+        self.repo.delete(job.id)
+        log.info("job deleted", extra={"job_id": job.id, "tenant": key.tenant})
+        return None
+
+    def _not_expired(self, job: Job) -> None:
+        if job.state == JobState.EXPIRED.value:
+            raise JobExpired(f"Job {job.id} expired at {job.expires_at}.")
+
+
+def parse_options(options_json: str | None) -> JobOptions:
+    if not options_json:
+        return JobOptions()
+    try:
+        return JobOptions.model_validate_json(options_json)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}" for e in exc.errors())
+        raise InvalidOption(f"Invalid options: {problems}", hint="`options` is a JSON object; see /docs.") from exc
+
+
+def _safe_name(filename: str) -> str:
+    name = Path(filename or "upload").name.replace("\x00", "")
+    return name[:255] or "upload"
+
+
+def _chunks(f: BinaryIO) -> Iterator[bytes]:
+    try:
+        while block := f.read(CHUNK):
+            yield block
+    finally:
+        f.close()
+

@@ -1,0 +1,101 @@
+"""Request and response bodies (the ``Create`` / ``Public`` families)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from longdoc.export import FORMATS
+
+
+class JobOptions(BaseModel):
+    """The ``options`` JSON field of a submit."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    formats: list[Literal["md", "json", "txt"]] = Field(default_factory=lambda: list(FORMATS), min_length=1)
+    pages: str | None = Field(default=None, max_length=1000, description="1-based pages, e.g. 1-20,35")
+    ocr: Literal["auto", "force", "off"] | None = None
+    engine: str | None = Field(default=None, max_length=64)
+    dpi: int | None = Field(default=None, ge=50, le=600)
+    priority: int = Field(default=0, ge=0, le=9)
+    callback_url: str | None = Field(default=None, max_length=2048)
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    hint: str | None = None
+    retryable: bool = False
+    context: dict[str, Any] = Field(default_factory=dict)
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+class JobLinks(BaseModel):
+    self: str
+    events: str
+    result: str
+    pages: str
+
+
+class JobPublic(BaseModel):
+    id: str
+    state: str
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    expires_at: datetime | None = None
+    filename: str
+    media_type: str | None = None
+    size_bytes: int | None = None
+    pages_total: int | None = None
+    pages_done: int = 0
+    failed_pages: list[int] = Field(default_factory=list)
+    queue_position: int | None = None
+    priority: int = 0
+    lane: str
+    options: dict[str, Any]
+    engine: str | None = None
+    engine_version: str | None = None
+    timings: dict[str, float] = Field(default_factory=dict)
+    peak_rss_bytes: int | None = None
+    attempts: int = 0
+    error: dict[str, Any] | None = None
+    links: JobLinks
+
+
+class JobList(BaseModel):
+    items: list[JobPublic]
+    next: str | None = None
+
+
+class KeyCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tenant: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")
+    rate_limit_per_minute: int | None = Field(default=None, ge=1, le=100_000)
+
+
+class KeyPublic(BaseModel):
+    id: str
+    tenant: str
+    key_prefix: str
+    rate_limit_per_minute: int | None
+    created_at: datetime
+    revoked_at: datetime | None = None
+    last_used_at: datetime | None = None
+
+
+class KeyCreated(KeyPublic):
+    key: str = Field(description="shown once")
+    webhook_secret: str = Field(description="signs this key's webhooks; shown once")
+
+
+class Readiness(BaseModel):
+    ready: bool
+    checks: dict[str, bool | str]
