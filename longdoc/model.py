@@ -153,6 +153,10 @@ class Page(BaseModel):
     )
     engine: str | None = None
     engine_version: str | None = None
+    rotation: int = Field(
+        default=0, description="clockwise degrees a scan was turned to read it upright; "
+        "width, height and boxes refer to the upright page"
+    )
     timings: dict[str, float] = Field(default_factory=dict, description="seconds per stage")
     blocks: list[Block] = Field(default_factory=list)
     error: ErrorInfo | None = None

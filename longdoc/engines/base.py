@@ -75,6 +75,9 @@ class RecognizedPage:
     #: engine id (name) and version that produced this page
     engine: str = ""
     engine_version: str = ""
+    #: clockwise degrees the page was turned to read it upright; boxes and
+    #: width/height refer to the upright page
+    rotation: int = 0
 
     def approx_bytes(self) -> int:
         """Rough in-memory size, for workspace accounting."""

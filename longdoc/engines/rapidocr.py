@@ -31,6 +31,7 @@ import importlib.util
 import logging
 import multiprocessing
 import time
+from dataclasses import replace
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -318,19 +319,22 @@ class RapidOcrEngine:
     # --- results ---------------------------------------------------------
 
     def _page(self, page: PageImage, raw: RawPage) -> RecognizedPage:
+        sideways = raw.rotation in (90, 270)
+        frame = replace(page, width_pt=page.height_pt, height_pt=page.width_pt) if sideways else page
         lines = [
-            Line(text=text, bbox=quad_box(page, quad), confidence=confidence(score), page=page.page)
+            Line(text=text, bbox=quad_box(frame, quad), confidence=confidence(score), page=page.page)
             for quad, text, score in zip(raw.quads, raw.texts, raw.scores)
             if text.strip()
         ]
         return RecognizedPage(
             page=page.page,
-            width_pt=page.width_pt,
-            height_pt=page.height_pt,
+            width_pt=frame.width_pt,
+            height_pt=frame.height_pt,
             lines=lines,
             seconds=raw.seconds,
             engine=self.name,
             engine_version=self.version,
+            rotation=raw.rotation,
         )
 
     def _failed(self, page: PageImage, message: str, seconds: float) -> RecognizedPage:

@@ -40,6 +40,9 @@ class RawPage:
     texts: list[str]
     scores: list[float]
     seconds: float
+    #: clockwise degrees the image was turned to read it upright (0, 90, 180,
+    #: 270); quads are in the turned image's pixels.
+    rotation: int = 0
 
 
 def build_ocr(params: dict[str, Any]) -> Any:
@@ -70,25 +73,80 @@ def ping(delay_s: float = 0.05) -> int:
     return os.getpid()
 
 
-def run_ocr(ocr: Any, image: np.ndarray) -> RawPage:
+def run_ocr(ocr: Any, image: np.ndarray, *, upright: bool = True) -> RawPage:
     """Run ``ocr`` on an RGB ``uint8`` (H, W, 3) image.
+
+    With ``upright``, a page that reads sideways (most line boxes taller
+    than wide) is also read turned by 90° and 270°, and a page read with low
+    confidence also turned by 180°; the reading with the most confident
+    characters wins and its ``rotation`` is reported. Upright pages cost one
+    pass as before.
 
     Raises ``ValueError`` for an image of the wrong shape or type; whatever
     RapidOCR raises passes through (the caller fails the page).
     """
     check_image(image)
     t0 = time.perf_counter()
+    best = _read(ocr, image, 0)
+    if upright:
+        for rotation in _turns_worth_trying(best):
+            candidate = _read(ocr, image, rotation)
+            if _better(candidate, best):
+                best = candidate
+    best.seconds = time.perf_counter() - t0
+    return best
+
+
+#: below this mean recognition score a page is also tried upside down
+UPSIDE_DOWN_SCORE = 0.8
+
+
+def _turns_worth_trying(raw: RawPage) -> tuple[int, ...]:
+    if not raw.quads:
+        return ()
+    if _sideways(raw):
+        return (90, 270)
+    if sum(raw.scores) / len(raw.scores) < UPSIDE_DOWN_SCORE:
+        return (180,)
+    return ()
+
+
+def _better(candidate: RawPage, best: RawPage) -> bool:
+    """RapidOCR turns tall line crops itself, so sideways text often reads
+    well even with vertical boxes; then boxes lying flat win unless they
+    read clearly worse. Otherwise the clearly more confident reading wins."""
+    chars, best_chars = _confident_chars(candidate), _confident_chars(best)
+    if _sideways(best) and not _sideways(candidate):
+        return chars >= 0.9 * best_chars
+    return chars > 1.1 * best_chars
+
+
+def _sideways(raw: RawPage) -> bool:
+    tall = 0
+    for quad in raw.quads:
+        xs, ys = [p[0] for p in quad], [p[1] for p in quad]
+        if (max(ys) - min(ys)) > 1.5 * (max(xs) - min(xs)):
+            tall += 1
+    return bool(raw.quads) and tall * 2 > len(raw.quads)
+
+
+def _confident_chars(raw: RawPage) -> float:
+    return sum(score * len(text.strip()) for text, score in zip(raw.texts, raw.scores))
+
+
+def _read(ocr: Any, image: np.ndarray, rotation: int) -> RawPage:
+    turned = np.rot90(image, k=-(rotation // 90)) if rotation else image
     # RapidOCR reads a 3-channel ndarray as BGR (OpenCV order).
-    out = ocr(np.ascontiguousarray(image[..., ::-1]))
-    seconds = time.perf_counter() - t0
+    out = ocr(np.ascontiguousarray(turned[..., ::-1]))
     boxes, texts, scores = out.boxes, out.txts, out.scores
     if boxes is None or texts is None or scores is None:
-        return RawPage([], [], [], seconds)
+        return RawPage([], [], [], 0.0, rotation)
     return RawPage(
         quads=np.asarray(boxes, dtype=float).tolist(),
         texts=[str(t) for t in texts],
         scores=[float(s) for s in scores],
-        seconds=seconds,
+        seconds=0.0,
+        rotation=rotation,
     )
 
 

@@ -36,6 +36,7 @@ def layout_pages(
             ocr_reason=outcome.ocr_reason,
             engine=rec.engine or None,
             engine_version=rec.engine_version or None,
+            rotation=rec.rotation,
             timings=dict(outcome.timings),
         )
         if rec.error is not None:

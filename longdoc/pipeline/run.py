@@ -269,5 +269,6 @@ def outcome_from_page(page: Page) -> PageOutcome:
     rec = RecognizedPage(
         page=page.number, width_pt=page.width, height_pt=page.height, lines=lines,
         error=page.error, engine=page.engine or "", engine_version=page.engine_version or "",
+        rotation=page.rotation,
     )
     return PageOutcome(rec, page.text_source, page.ocr_reason or "", dict(page.timings))
