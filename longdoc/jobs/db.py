@@ -100,7 +100,7 @@ def migrate(url_or_engine: str | Engine) -> None:
     engine = make_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
     try:
         with _locked_transaction(engine) as conn:
-            config = _alembic_config()
+            config = alembic_config()
             config.attributes["connection"] = conn
             command.upgrade(config, "head")
     except (OperationalError, InterfaceError) as exc:
@@ -137,15 +137,20 @@ def _locked_transaction(engine: Engine) -> Iterator[Connection]:
             dbapi.isolation_level = saved
 
 
-def _alembic_config() -> Config:
+def alembic_config(url: str | None = None) -> Config:
+    """Alembic configuration for the packaged migrations (no alembic.ini).
+    With ``url`` it also works for authoring, e.g.
+    ``command.revision(alembic_config(url), autogenerate=True, message="…")``."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS).replace("%", "%%"))
+    if url is not None:
+        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return config
 
 
 def head_revision() -> str:
     """The newest revision shipped with this version of longdoc."""
-    head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert head is not None, "longdoc ships at least one migration"
     return head
 

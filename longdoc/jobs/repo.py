@@ -153,6 +153,10 @@ class KeyRepo(_Repo):
 # --- jobs -------------------------------------------------------------------------
 
 
+class _CancelRequested(Exception):
+    """Internal: a requeue found a cancel request and must cancel instead."""
+
+
 class Reused(str, Enum):
     """Why :meth:`JobRepo.create` returned an existing job instead of a new one."""
 
@@ -407,6 +411,9 @@ class JobRepo(_Repo):
         new = _state(state)
         if not new.terminal or new is JobState.EXPIRED:
             raise IllegalTransition(f"finish() takes a final state, not {new.value}")
+        return self._transition(job_id, new, self._finish_values(fields))
+
+    def _finish_values(self, fields: dict[str, Any]) -> dict[str, Any]:
         unknown = set(fields) - _FINISH_FIELDS
         if unknown:
             raise TypeError(f"finish() got unknown fields: {', '.join(sorted(unknown))}")
@@ -414,19 +421,18 @@ class JobRepo(_Repo):
         values = {"finished_at": now, "cancel_requested": False, **fields}
         if "expires_at" not in fields:
             values["expires_at"] = now + self.retention if self.retention is not None else None
-        return self._transition(job_id, new, values)
+        return values
 
     def requeue(self, job_id: str) -> Job | None:
         """running → queued (interrupted: shutdown, crash, lost worker),
         attempts + 1, keeping its place in the queue. A job whose cancel was
         requested ends cancelled instead."""
-        with self._tx() as s:
-            cancelled = s.scalar(select(Job.cancel_requested).where(Job.id == job_id))
-        if cancelled:
+        try:
+            return self._transition(job_id, JobState.QUEUED, {
+                "attempts": Job.attempts + 1, "worker_id": None, "heartbeat_at": None,
+            }, no_cancel_request=True)
+        except _CancelRequested:
             return self.finish(job_id, JobState.CANCELLED)
-        return self._transition(job_id, JobState.QUEUED, {
-            "attempts": Job.attempts + 1, "worker_id": None, "heartbeat_at": None,
-        })
 
     def request_cancel(self, job_id: str) -> Job | None:
         """Cancel: a queued job becomes cancelled at once; a running one gets
@@ -438,9 +444,10 @@ class JobRepo(_Repo):
                 return job
             if job.state == JobState.QUEUED.value:
                 try:
-                    return self.finish(job_id, JobState.CANCELLED)
+                    return self._transition(job_id, JobState.CANCELLED, self._finish_values({}),
+                                            only_from=JobState.QUEUED)
                 except IllegalTransition:
-                    continue  # it started meanwhile
+                    continue  # it started meanwhile: request it from the runner
             if self._update_running(job_id, cancel_requested=True):
                 return self.get_any(job_id)
         raise IllegalTransition(f"job {job_id} kept changing state while being cancelled")
@@ -480,23 +487,35 @@ class JobRepo(_Repo):
             s.execute(delete(WebhookDelivery).where(WebhookDelivery.job_id == job_id))
             return s.execute(delete(Job).where(Job.id == job_id)).rowcount == 1
 
-    def _transition(self, job_id: str, new: JobState, values: dict[str, Any]) -> Job | None:
+    def _transition(self, job_id: str, new: JobState, values: dict[str, Any], *,
+                    only_from: JobState | None = None, no_cancel_request: bool = False) -> Job | None:
         """Compare-and-set ``state → new`` plus ``values``; re-reads and
-        re-checks when another process changed the state in between."""
+        re-checks when another process changed the row in between. None
+        when there is no such job. Raises IllegalTransition when the move is
+        not allowed from the current state, or the state is not
+        ``only_from``; ``no_cancel_request`` makes a requested cancel a
+        change that forces the re-read."""
         for _ in range(_CAS_TRIES):
             with self._tx() as s:
                 job = s.get(Job, job_id)
                 if job is None:
                     return None
                 old = JobState(job.state)
+                if only_from is not None and old is not only_from:
+                    raise IllegalTransition(f"job is {old.value}, not {only_from.value}")
                 check_transition(old, new)
+                where = [Job.id == job_id, Job.state == old.value]
+                if no_cancel_request:
+                    if job.cancel_requested:
+                        raise _CancelRequested
+                    where.append(Job.cancel_requested.is_(False))
                 result = s.execute(
-                    update(Job).where(Job.id == job_id, Job.state == old.value)
-                    .values(state=new.value, **values).execution_options(synchronize_session=False)
+                    update(Job).where(*where).values(state=new.value, **values)
+                    .execution_options(synchronize_session=False)
                 )
                 if result.rowcount == 1:
                     return s.get(Job, job_id, populate_existing=True)
-        raise IllegalTransition(f"job {job_id} kept changing state; gave up moving it to {new.value}")
+        raise IllegalTransition(f"job {job_id} kept changing; gave up moving it to {new.value}")
 
     # -- webhooks ----------------------------------------------------------------
 

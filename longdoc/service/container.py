@@ -10,7 +10,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from longdoc.config import Settings
@@ -47,7 +47,7 @@ class Container:
         self.db_engine = db.make_engine(settings.database.url)
         db.migrate(self.db_engine)
         sessions = db.session_factory(self.db_engine)
-        self.jobs = JobRepo(sessions)
+        self.jobs = JobRepo(sessions, retention=timedelta(hours=settings.service.retention_hours))
         self.keys = KeyRepo(sessions)
         self.store = store_from_url(settings.storage.url)
         self.pipeline = Pipeline(settings)

@@ -97,12 +97,16 @@ class JobService:
             job_id = uuid.uuid4().hex
             self.store.put_file(keys.original_key(key.tenant, job_id), path)
         lane = "short" if len(selected) <= self.settings.service.short_doc_pages else "long"
-        job, existing = self.repo.create(
-            id=job_id, tenant=key.tenant, api_key_id=key.id, filename=_safe_name(filename),
-            media_type=media_type, size_bytes=size, sha256=sha256, options=opts, options_hash=opts_hash,
-            idempotency_key=idempotency_key, callback_url=options.callback_url,
-            priority=min(9, options.priority + priority_boost), lane=lane, pages_total=len(selected),
-        )
+        try:
+            job, existing = self.repo.create(
+                id=job_id, tenant=key.tenant, api_key_id=key.id, filename=_safe_name(filename),
+                media_type=media_type, size_bytes=size, sha256=sha256, options=opts, options_hash=opts_hash,
+                idempotency_key=idempotency_key, callback_url=options.callback_url,
+                priority=min(9, options.priority + priority_boost), lane=lane, pages_total=len(selected),
+            )
+        except BaseException:
+            self.store.delete(keys.original_key(key.tenant, job_id))  # nothing accepted: leave nothing behind
+            raise
         if existing:
             self.store.delete(keys.original_key(key.tenant, job_id))
         else:

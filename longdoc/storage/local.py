@@ -1,7 +1,7 @@
 """An object store in a local folder: ``ROOT/<key>`` is the object.
 
 Every write goes to a temporary file next to its target
-(``.tmp-<random>-<name>``, a name no key can have), is flushed and fsynced,
+(``.tmp-<random>``, a name no key can have), is flushed and fsynced,
 then ``os.replace``-d into place and the folder fsynced: a reader sees the
 old object or the complete new one, and a crash leaves at most a temporary
 file that :meth:`LocalStore.list` never reports. Folders are created on
@@ -74,7 +74,7 @@ class LocalStore:
         clean exit, discard it on any exception. The store's own I/O
         failures become StorageError; the caller's exceptions propagate."""
         target = self._path(key)
-        tmp = target.with_name(f"{_TMP_PREFIX}{uuid.uuid4().hex[:12]}-{target.name}"[:255])
+        tmp = target.with_name(f"{_TMP_PREFIX}{uuid.uuid4().hex}")
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             f = open(tmp, "xb")

@@ -293,6 +293,18 @@ def test_cancel_of_a_running_job_is_a_request_the_runner_acts_on(jobs):
     assert jobs.finish(job.id, JobState.CANCELLED).state == "cancelled"
 
 
+def test_cancel_racing_a_start_never_cancels_a_running_job_under_its_runner(jobs, monkeypatch):
+    job, _ = submit(jobs)
+    stale = jobs.get_any(job.id)  # what the canceller read: still queued
+    jobs.start(job.id, "w1")      # ...then a worker started it
+    reads = iter([stale])
+    real_get_any = jobs.get_any
+    monkeypatch.setattr(jobs, "get_any", lambda job_id: next(reads, None) or real_get_any(job_id))
+    requested = jobs.request_cancel(job.id)
+    assert (requested.state, requested.cancel_requested) == ("running", True)
+    assert jobs.finish(job.id, JobState.CANCELLED).state == "cancelled"  # the runner's move still works
+
+
 def test_requeue_of_a_job_with_a_cancel_request_ends_it_cancelled(jobs):
     job, _ = submit(jobs)
     jobs.start(job.id, "w1")
