@@ -1,8 +1,12 @@
-# The two commands: `make run` (set up, then parse the bundled sample) and
-# `make test` (set up, then run the test suite). Both install what they need.
-.PHONY: run test bench
+# The two commands: `make run` (set up, then start the service with the
+# embedded defaults) and `make test` (set up, then run the test suite).
+# Both install what they need. `make sample` parses the bundled sample with the CLI.
+.PHONY: run test sample bench
 
 run:
+	@scripts/run.sh
+
+sample:
 	@scripts/setup.sh
 	@.venv/bin/longdoc parse longdoc/samples/sample.pdf -o out
 	@echo "outputs are in ./out (sample.md, sample.json, sample.txt)"
