@@ -53,3 +53,35 @@ class TreeRssSampler:
 
 def mib(n: float) -> str:
     return f"{n / 2**20:.0f} MiB"
+
+
+def tree_rss(proc: psutil.Process) -> int:
+    """Summed RSS in bytes of ``proc`` and all its descendants (processes that
+    vanish while being read count as 0). Raises psutil.Error when ``proc``
+    itself is gone."""
+    total = 0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+class RssTrace(TreeRssSampler):
+    """A :class:`TreeRssSampler` that also keeps every sample:
+    ``samples`` is a list of ``(time.monotonic(), tree RSS bytes)``."""
+
+    def __init__(self, pid: int, interval: float = 0.5) -> None:
+        super().__init__(pid, interval)
+        self.samples: list[tuple[float, int]] = []
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                total = tree_rss(self.proc)
+            except psutil.Error:
+                return
+            self.samples.append((time.monotonic(), total))
+            self.peak = max(self.peak, total)
+            self._stop.wait(self.interval)
