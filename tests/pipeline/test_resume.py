@@ -86,8 +86,7 @@ def test_failed_page_makes_partial_and_is_retried_on_rerun(tmp_path, scan, ocr_p
     parsed = load_doc(result)
     assert [p.number for p in parsed.pages] == [1, 2, 3, 4]
     assert parsed.pages[2].status.value == "failed" and parsed.errors[0].page == 3
-    assert "Record" not in txt(result) or True  # text of the other pages is still there:
-    for n in (1, 2, 4):
+    for n in (1, 2, 4):  # the other pages' text is still there
         assert parsed.pages[n - 1].blocks, f"page {n} lost because page 3 failed"
 
     pipeline, healthy = _pipeline(ocr_pipeline)
