@@ -57,6 +57,9 @@ class JobProgress:
         self.repo, self.job_id, self.checkpoint, self.metrics = repo, job_id, checkpoint, metrics
         self.done = 0
         self._reported: set[int] = set()
+        #: seconds per page stage (render, recognize, layout, text_layer),
+        #: summed over the job's pages, resumed ones included
+        self.stage_seconds: dict[str, float] = {}
 
     def start(self, name: str, total_pages: int) -> None:
         self.repo.set_total(self.job_id, total_pages)
@@ -72,6 +75,8 @@ class JobProgress:
                 continue
             self._reported.add(number)
             rows.append(_page_row(page))
+            for stage, seconds in page.timings.items():
+                self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + seconds
             if self.metrics is not None and not resumed:
                 self._observe(page)
         self.repo.progress(self.job_id, self.done, rows)
@@ -139,7 +144,7 @@ class JobRunner:
         log.info("job started", extra={"job_id": job_id, "tenant": tenant, "attempt": job.attempts})
         try:
             with tempfile.TemporaryDirectory(prefix="longdoc-job-") as tmp:
-                original = Path(tmp) / "original"
+                original = Path(tmp) / _local_name(job.filename)   # the document keeps the uploaded name
                 with self.store.open_read(keys.original_key(tenant, job_id)) as src, open(original, "wb") as dst:
                     _copy(src, dst)
                 result = self.pipeline.parse(
@@ -165,7 +170,8 @@ class JobRunner:
         engine = self.pipeline.engine_name_version(options)
         return self._finish(
             job_id, tenant, _STATE[result.status], t0, rss, error=None,
-            failed_pages=result.failed_pages, timings=result.timings,
+            failed_pages=result.failed_pages,
+            timings={**{k: round(v, 4) for k, v in progress.stage_seconds.items()}, **result.timings},
             engine=engine[0], engine_version=engine[1],
         )
 
@@ -198,6 +204,12 @@ class _PeakRss:
             except psutil.Error:
                 pass
         self.peak = max(self.peak, total)
+
+
+def _local_name(filename: str | None) -> str:
+    """The uploaded file name as a plain file name (``original`` when it is not one)."""
+    name = Path(filename or "").name
+    return name if name not in ("", ".", "..") else "original"
 
 
 def _copy(src, dst, chunk: int = 1 << 20) -> None:
