@@ -29,10 +29,21 @@ def serve(
 
     settings = load_settings(config, overrides={"service": {"host": host, "port": port}})
     configure_logging(settings.service.log_json)
-    uvicorn.run(
-        create_app(settings), host=settings.service.host, port=settings.service.port,
+    app = create_app(settings)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:
+            # Before uvicorn's graceful wait for open connections: end event
+            # streams and long-polls, start no queued job, checkpoint running ones.
+            container = getattr(app.state, "container", None)
+            if container is not None:
+                container.begin_shutdown()
+            super().handle_exit(sig, frame)
+
+    Server(uvicorn.Config(
+        app, host=settings.service.host, port=settings.service.port,
         log_config=None, timeout_graceful_shutdown=10, access_log=False,
-    )
+    )).run()
 
 
 def submit(

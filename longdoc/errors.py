@@ -149,7 +149,7 @@ class LimitExceeded(LongdocError):
 
 class TooManyPages(LimitExceeded):
     code = "too_many_pages"
-    hint = "Split the document, select pages with a page range, or raise `limits.max_pages`."
+    hint = "Split the document, or ask the operator to raise `limits.max_pages` (it counts the whole document, not a page range)."
 
 
 class ImageTooLarge(LimitExceeded):
@@ -314,6 +314,13 @@ class PageNotReady(LongdocError):
     http_status = 404
     retryable = True
     hint = "The page's group has not finished yet; poll the job and retry."
+
+
+class PageNotFound(LongdocError):
+    code = "page_not_found"
+    http_status = 404
+    exit_code = EXIT_USAGE
+    hint = "Pages are the document's 1-based page numbers within the job's selected range."
 
 
 class JobNotFinished(LongdocError):

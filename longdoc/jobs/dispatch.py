@@ -37,6 +37,7 @@ class Dispatcher(Protocol):
     def check_room(self) -> None: ...
     def submit(self, job_id: str, lane: str, priority: int) -> None: ...
     def depth(self) -> dict[str, int]: ...
+    def stop_intake(self) -> None: ...
     def stop(self, timeout: float) -> None: ...
 
 
@@ -104,6 +105,11 @@ class EmbeddedDispatcher:
         """Forget a queued job (cancelled or deleted before it ran)."""
         with self._cv:
             self._queued.discard(job_id)
+
+    def stop_intake(self) -> None:
+        """Accept and start no more jobs (running ones carry on). Takes no
+        lock, so it may be called from a signal handler; :meth:`stop` follows."""
+        self._stopping = True
 
     def stop(self, timeout: float) -> None:
         """Stop intake; running jobs are told to stop between groups (via

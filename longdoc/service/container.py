@@ -58,7 +58,7 @@ class Container:
         )
         self.webhooks = WebhookSender(record=self._record_delivery, max_attempts=settings.service.webhook_max_attempts,
                                       allow_private=settings.service.allow_private_callbacks)
-        self.service = JobService(settings, self.jobs, self.store, self.dispatcher)
+        self.service = JobService(settings, self.jobs, self.store, self.dispatcher, on_finished=self.notify_finished)
         self.readiness = Readiness()
         self._stop = threading.Event()
         self._install_metrics()
@@ -78,6 +78,15 @@ class Container:
         threading.Thread(target=self._warm_up, name="longdoc-warmup", daemon=True).start()
         threading.Thread(target=self._retention_loop, name="longdoc-retention", daemon=True).start()
 
+    def begin_shutdown(self) -> None:
+        """The first reaction to SIGTERM; only sets flags, so it is safe in a
+        signal handler: /readyz turns 503, event streams and long-polls end,
+        no queued job starts, running jobs go back to the queue at their
+        next group boundary."""
+        self.readiness.shutting_down = True
+        self.dispatcher.stop_intake()
+        self.runner.shutting_down.set()
+
     def stop(self, timeout: float = 20.0) -> None:
         """Stop intake, let running jobs checkpoint (they go back to the
         queue and resume after the restart), close everything."""
@@ -89,9 +98,11 @@ class Container:
         self.db_engine.dispose()
 
     def run_job(self, job_id: str) -> None:
-        finished = self.runner.run(job_id)
-        if finished is None:
-            return
+        if self.runner.run(job_id) is not None:
+            self.notify_finished(job_id)
+
+    def notify_finished(self, job_id: str) -> None:
+        """Queue the job's ``job.finished`` webhook when it has a callback_url."""
         job = self.jobs.get_any(job_id)
         if job is not None and job.callback_url:
             key = self.keys.get(job.api_key_id)

@@ -9,7 +9,7 @@ import json
 import logging
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -23,6 +23,7 @@ from longdoc.errors import (
     JobFailed,
     JobNotFinished,
     JobNotFound,
+    PageNotFound,
     PageNotReady,
     TooManyPages,
     UploadTooLarge,
@@ -53,8 +54,12 @@ class Submitted:
 
 
 class JobService:
-    def __init__(self, settings: Settings, repo: JobRepo, store: ObjectStore, dispatcher: EmbeddedDispatcher) -> None:
+    def __init__(self, settings: Settings, repo: JobRepo, store: ObjectStore, dispatcher: EmbeddedDispatcher,
+                 on_finished: Callable[[str], None] | None = None) -> None:
+        """``on_finished(job_id)`` is called when this service itself ends a
+        job (a queued job cancelled before it ran); the runner announces the rest."""
         self.settings, self.repo, self.store, self.dispatcher = settings, repo, store, dispatcher
+        self.on_finished = on_finished
 
     # -- submit --------------------------------------------------------------
 
@@ -155,7 +160,7 @@ class JobService:
             pages_done=job.pages_done or 0, failed_pages=list(job.failed_pages or []), queue_position=position,
             priority=job.priority, lane=job.lane, options=dict(job.options or {}), engine=job.engine,
             engine_version=job.engine_version, timings=dict(job.timings or {}), peak_rss_bytes=job.peak_rss_bytes,
-            attempts=job.attempts or 0, error=job.error,
+            attempts=job.attempts or 0, cancel_requested=bool(job.cancel_requested), error=job.error,
             links=JobLinks(self=base, events=f"{base}/events", result=f"{base}/result", pages=f"{base}/pages"),
         )
 
@@ -165,14 +170,14 @@ class JobService:
 
     def page(self, key: ApiKey, job_id: str, number: int) -> Page:
         """A page's result as soon as its group is checkpointed. Raises
-        PageNotReady while it may still come, JobNotFound when it never will."""
+        PageNotReady while it may still come, PageNotFound when it never will."""
         job = self.get(key, job_id)
         self._not_expired(job)
         page = StoreCheckpoint(self.store, keys.checkpoint_prefix(job.tenant, job.id)).load_page(number)
         if page is not None:
             return page
         if JobState(job.state).terminal:
-            raise JobNotFound(f"Job {job_id} has no page {number}.", hint="Pages are the 1-based numbers of the selected range.")
+            raise PageNotFound(f"Job {job_id} has no page {number}.")
         raise PageNotReady(f"Page {number} of job {job_id} is not finished yet.")
 
     def result_stream(self, key: ApiKey, job_id: str, fmt: str) -> tuple[Iterator[bytes], str, int]:
@@ -186,7 +191,8 @@ class JobService:
             raise JobNotFinished(f"Job {job_id} is {job.state}.", job=self.public(job).model_dump(mode="json"))
         if job.state in (JobState.FAILED.value, JobState.CANCELLED.value):
             err = job.error or {"code": "job_cancelled", "message": "The job was cancelled."}
-            raise JobFailed(f"Job {job_id} {job.state}: {err.get('message', '')}".strip(), error=err)
+            raise JobFailed(f"Job {job_id} {job.state}: {err.get('message', '')}".strip(),
+                            job_state=job.state, job_error_code=err.get("code"))  # context keeps scalars only
         if fmt not in job.options.get("formats", []):
             raise InvalidOption(f"Job {job_id} was not asked for format {fmt!r}; it has {job.options.get('formats')}.")
         key_name = keys.export_key(job.tenant, job.id, fmt)
@@ -200,10 +206,14 @@ class JobService:
         and its stored data (returns None)."""
         job = self.get(key, job_id)
         if job.state in (JobState.QUEUED.value, JobState.RUNNING.value):
+            was_queued = job.state == JobState.QUEUED.value
             self.repo.request_cancel(job.id)
             self.dispatcher.discard(job.id)
             log.info("job cancel requested", extra={"job_id": job.id, "tenant": key.tenant})
-            return self.public(self.get(key, job_id))
+            current = self.get(key, job_id)
+            if was_queued and current.state == JobState.CANCELLED.value and self.on_finished is not None:
+                self.on_finished(current.id)  # it never ran, so no runner will announce it
+            return self.public(current)
         self.store.delete_prefix(keys.job_prefix(job.tenant, job.id))
         self.repo.delete(job.id)
         log.info("job deleted", extra={"job_id": job.id, "tenant": key.tenant})

@@ -21,6 +21,8 @@ def configure_logging(json_logs: bool = True, level: int = logging.INFO) -> None
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    for name in ("httpx", "httpcore"):  # their INFO lines carry full webhook URLs (tokens in queries)
+        logging.getLogger(name).setLevel(logging.WARNING)
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True

@@ -65,6 +65,7 @@ class JobPublic(BaseModel):
     timings: dict[str, float] = Field(default_factory=dict)
     peak_rss_bytes: int | None = None
     attempts: int = 0
+    cancel_requested: bool = Field(default=False, description="a cancel was asked; the job stops after its current group")
     error: dict[str, Any] | None = None
     links: JobLinks
 

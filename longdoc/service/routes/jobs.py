@@ -58,7 +58,7 @@ async def get_job(request: Request, key: KeyDep, jobs: JobsDep, job_id: str,
     seen = (job.state, job.pages_done)
     deadline = time.monotonic() + wait
     while wait and not JobState(job.state).terminal and time.monotonic() < deadline:
-        if await request.is_disconnected():
+        if await request.is_disconnected() or request.app.state.container.readiness.shutting_down:
             break
         await asyncio.sleep(POLL_S)
         job = await run_in_threadpool(jobs.get, key, job_id)

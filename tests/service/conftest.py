@@ -1,0 +1,347 @@
+"""End-to-end fixtures: real ``longdoc serve`` processes on real ports.
+
+:class:`Server` writes a YAML config into a temporary folder, starts
+``python -m longdoc.cli serve --config FILE`` in its own process group
+(stdout and stderr appended to ``server.log`` next to the config), and waits
+for ``/readyz`` to answer 200 (the warm-up runs one real OCR page). Keys are
+made with the real ``longdoc keys create`` command. A failing test gets the
+tail of every live server's log attached to its report.
+
+Fixtures:
+
+- ``server`` (session): one SQLite server with the default test config,
+  shared by every test that does not need special settings;
+- ``start_server`` (function): a factory for dedicated servers
+  (``start_server(backend="sqlite", **{section: {key: value}})``), all
+  stopped at teardown;
+- ``pg_url_factory`` (session): fresh PostgreSQL databases on
+  127.0.0.1:5432 (user postgres, trust), dropped at the end; the tests that
+  need one are skipped with the reason when the server is unreachable;
+- generated documents (session): ``report_doc`` (8 born-digital pages),
+  ``long_doc`` (600 born-digital pages), ``sample_pdf``.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from longdoc.client import LongdocClient
+from tests.docgen import GeneratedDoc, english_report, long_textlayer
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE_PDF = REPO / "longdoc" / "samples" / "sample.pdf"
+READY_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 30.0
+LOG_TAIL_CHARS = 6000
+PG_ADMIN_URL = os.environ.get("LONGDOC_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+_LIVE: list[Server] = []
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def deep_merge(base: dict, extra: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+@dataclass
+class Key:
+    key: str
+    webhook_secret: str
+    id: str
+    tenant: str
+
+    def __iter__(self):  # (key, webhook_secret, key_id)
+        return iter((self.key, self.webhook_secret, self.id))
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}"}
+
+
+class Server:
+    """One ``longdoc serve`` process (restartable on the same config and data)."""
+
+    def __init__(self, root: Path, database_url: str | None = None, **overrides: dict[str, Any]) -> None:
+        self.root = root
+        self.data = root / "data"
+        self.data.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.admin_token = secrets.token_hex(16)  # 32 characters
+        self.config_path = root / "config.yaml"
+        self.log_path = root / "server.log"
+        self.config = deep_merge({
+            "service": {"host": "127.0.0.1", "port": self.port, "admin_token": self.admin_token,
+                        "allow_private_callbacks": True, "log_json": True},
+            "inference": {"workers": 1, "page_chunk_size": 4, "chunk_overlap": 1},
+            "storage": {"url": f"file://{self.data / 'store'}"},
+            "database": {"url": database_url or f"sqlite:///{self.data / 'longdoc.db'}"},
+        }, overrides)
+        self.config_path.write_text(yaml.safe_dump(self.config), encoding="utf-8")
+        self.proc: subprocess.Popen | None = None
+
+    # -- process -------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def store(self) -> Path:
+        return self.data / "store"
+
+    def start(self, wait_ready: bool = True) -> Server:
+        assert self.proc is None or self.proc.poll() is not None, "server already running"
+        log = open(self.log_path, "ab")
+        log.write(f"\n===== start {time.strftime('%H:%M:%S')} =====\n".encode())
+        log.flush()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "longdoc.cli", "serve", "--config", str(self.config_path)],
+            cwd=self.root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        log.close()
+        if self not in _LIVE:
+            _LIVE.append(self)
+        if wait_ready:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise AssertionError(f"server exited with {self.proc.returncode} before ready:\n{self.log_tail()}")
+            try:
+                last = httpx.get(f"{self.url}/readyz", timeout=5)
+                if last.status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError(f"server not ready after {timeout} s (last: {last and last.text}):\n{self.log_tail()}")
+
+    def kill9(self) -> None:
+        """SIGKILL the whole process group (server and its OCR workers)."""
+        assert self.proc is not None
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=STOP_TIMEOUT_S)
+
+    def terminate(self, timeout: float = STOP_TIMEOUT_S) -> int:
+        """SIGTERM the server process (as a process manager would) and wait
+        for it to exit; returns its exit status. Leftover children are killed."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        finally:
+            self._reap_group()
+        return rc
+
+    def restart(self) -> Server:
+        if self.proc is not None and self.proc.poll() is None:
+            self.terminate()
+        return self.start()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self.terminate()
+            except subprocess.TimeoutExpired:
+                self.kill9()
+        self._reap_group()
+        if self in _LIVE:
+            _LIVE.remove(self)
+
+    def _reap_group(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.proc.poll() is None:
+            self.proc.wait(timeout=STOP_TIMEOUT_S)
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
+
+    def log_tail(self, chars: int = LOG_TAIL_CHARS) -> str:
+        return self.log_text()[-chars:]
+
+    # -- helpers --------------------------------------------------------------
+
+    def cli(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+        """Run ``python -m longdoc.cli ARGS`` (stdout/stderr captured)."""
+        return subprocess.run([sys.executable, "-m", "longdoc.cli", *args], capture_output=True, text=True,
+                              timeout=timeout, check=check, cwd=self.root)
+
+    def create_key(self, tenant: str, rate_limit: int | None = None) -> Key:
+        """A new API key via ``longdoc keys create`` (the key is its last line)."""
+        args = ["keys", "create", "--tenant", tenant, "--config", str(self.config_path)]
+        if rate_limit is not None:
+            args += ["--rate-limit", str(rate_limit)]
+        out = self.cli(*args).stdout.strip().splitlines()
+        fields = dict(line.split(": ", 1) for line in out[:-1] if ": " in line)
+        assert fields.get("tenant") == tenant, out
+        return Key(key=out[-1].strip(), webhook_secret=fields["webhook_secret"], id=fields["id"], tenant=tenant)
+
+    def client(self, key: str | Key, timeout: float = 60) -> LongdocClient:
+        return LongdocClient(self.url, key.key if isinstance(key, Key) else key, timeout=timeout)
+
+    def http(self, key: str | Key | None = None, timeout: float = 60) -> httpx.Client:
+        headers = {}
+        if key is not None:
+            headers["Authorization"] = f"Bearer {key.key if isinstance(key, Key) else key}"
+        return httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+
+    def admin_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.admin_token}"}
+
+    def job_files(self, tenant: str, job_id: str) -> list[Path]:
+        """Every stored file of a job under the data folder."""
+        folder = self.store / "tenants" / tenant / "jobs" / job_id
+        return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        for srv in list(_LIVE):
+            report.sections.append((f"server log {srv.root.name} (tail)", srv.log_tail()))
+
+
+# --- PostgreSQL ---------------------------------------------------------------
+
+
+class PgDatabases:
+    """Creates uniquely named databases; drops them all at close."""
+
+    def __init__(self, admin_url: str) -> None:
+        from sqlalchemy import create_engine
+        from sqlalchemy.engine import make_url
+
+        self.url = make_url(admin_url)
+        self.admin = create_engine(self.url, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3})
+        self.created: list[str] = []
+
+    def create(self) -> str:
+        from sqlalchemy import text
+
+        name = f"longdoc_svc_{secrets.token_hex(6)}"
+        with self.admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        self.created.append(name)
+        return self.url.set(database=name).render_as_string(hide_password=False)
+
+    def close(self) -> None:
+        from sqlalchemy import text
+
+        with self.admin.connect() as conn:
+            for name in self.created:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        self.admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_databases():
+    from sqlalchemy.exc import OperationalError
+
+    try:
+        dbs = PgDatabases(PG_ADMIN_URL)
+        with dbs.admin.connect():
+            pass
+    except (OperationalError, ImportError) as exc:
+        pytest.skip(f"PostgreSQL not reachable at {PG_ADMIN_URL}: {exc}")
+    yield dbs
+    dbs.close()
+
+
+def database_url(request, backend: str) -> str | None:
+    if backend == "sqlite":
+        return None
+    return request.getfixturevalue("pg_databases").create()
+
+
+# --- servers ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    """The shared SQLite server with the default test config."""
+    srv = Server(tmp_path_factory.mktemp("server-shared")).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def start_server(request, tmp_path):
+    """``start_server(backend="sqlite", start=True, **overrides) -> Server``."""
+    started: list[Server] = []
+
+    def start(backend: str = "sqlite", start: bool = True, **overrides: dict[str, Any]) -> Server:
+        root = tmp_path / f"server-{len(started)}"
+        root.mkdir()
+        srv = Server(root, database_url(request, backend), **overrides)
+        started.append(srv)
+        return srv.start() if start else srv
+
+    yield start
+    for srv in started:
+        srv.stop()
+
+
+# --- documents ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def docs_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("docs")
+
+
+@pytest.fixture(scope="session")
+def report_doc(docs_dir) -> GeneratedDoc:
+    """8 born-digital pages: three page groups at chunk 4 / overlap 1."""
+    return english_report(docs_dir, pages=8, seed=11)
+
+
+@pytest.fixture(scope="session")
+def long_doc(docs_dir) -> GeneratedDoc:
+    """600 born-digital pages (a few seconds of text-layer work)."""
+    return long_textlayer(docs_dir, pages=600, seed=5)
+
+
+@pytest.fixture(scope="session")
+def sample_pdf() -> Path:
+    return SAMPLE_PDF

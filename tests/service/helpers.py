@@ -1,0 +1,66 @@
+"""Small HTTP helpers shared by the service tests (no fixtures here)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+TERMINAL = {"succeeded", "partial", "failed", "cancelled", "expired"}
+WAIT_TIMEOUT_S = 180.0
+VOLATILE_KEYS = {"timings", "created_at", "started_at", "finished_at", "generated_at", "timestamp", "seconds"}
+
+
+def submit(http: httpx.Client, path: Path, options: dict | None = None, *, name: str | None = None,
+           headers: dict[str, str] | None = None, url: str = "/v1/jobs", **params: Any) -> httpx.Response:
+    """POST a multipart upload of ``path`` (options as the JSON form field)."""
+    data = {"options": json.dumps(options)} if options is not None else None
+    with open(path, "rb") as f:
+        return http.post(url, files={"file": (name or path.name, f, "application/octet-stream")},
+                         data=data, headers=headers, params=params or None)
+
+
+def accepted(response: httpx.Response) -> dict:
+    assert response.status_code == 202, response.text
+    return response.json()
+
+
+def error_code(response: httpx.Response) -> str:
+    return response.json()["error"]["code"]
+
+
+def get_job(http: httpx.Client, job_id: str, wait: float = 0) -> dict:
+    r = http.get(f"/v1/jobs/{job_id}", params={"wait": wait} if wait else None, timeout=wait + 30)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def wait_for(http: httpx.Client, job_id: str, done, timeout: float = WAIT_TIMEOUT_S,
+             seen: list[dict] | None = None) -> dict:
+    """Long-poll the job until ``done(job)`` holds (or it is terminal and
+    never will); every answer is appended to ``seen``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        job = get_job(http, job_id, wait=5)
+        if seen is not None:
+            seen.append(job)
+        if done(job) or job["state"] in TERMINAL:
+            return job
+        assert time.monotonic() < deadline, f"job {job_id} still {job['state']} ({job['pages_done']} pages)"
+
+
+def wait_terminal(http: httpx.Client, job_id: str, timeout: float = WAIT_TIMEOUT_S,
+                  seen: list[dict] | None = None) -> dict:
+    return wait_for(http, job_id, lambda j: j["state"] in TERMINAL, timeout, seen)
+
+
+def without_volatile(value: Any) -> Any:
+    """``value`` with timings and timestamps removed at every depth."""
+    if isinstance(value, dict):
+        return {k: without_volatile(v) for k, v in value.items() if k not in VOLATILE_KEYS}
+    if isinstance(value, list):
+        return [without_volatile(v) for v in value]
+    return value
