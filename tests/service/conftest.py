@@ -41,13 +41,13 @@ import yaml
 
 from longdoc.client import LongdocClient
 from tests.docgen import GeneratedDoc, english_report, long_textlayer
+from tests.pg import pg_server  # noqa: F401  (fixture)
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_PDF = REPO / "longdoc" / "samples" / "sample.pdf"
 READY_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
 LOG_TAIL_CHARS = 6000
-PG_ADMIN_URL = os.environ.get("LONGDOC_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 
 _LIVE: list[Server] = []
 
@@ -245,53 +245,10 @@ def pytest_runtest_makereport(item, call):
 # --- PostgreSQL ---------------------------------------------------------------
 
 
-class PgDatabases:
-    """Creates uniquely named databases; drops them all at close."""
-
-    def __init__(self, admin_url: str) -> None:
-        from sqlalchemy import create_engine
-        from sqlalchemy.engine import make_url
-
-        self.url = make_url(admin_url)
-        self.admin = create_engine(self.url, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3})
-        self.created: list[str] = []
-
-    def create(self) -> str:
-        from sqlalchemy import text
-
-        name = f"longdoc_svc_{secrets.token_hex(6)}"
-        with self.admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        self.created.append(name)
-        return self.url.set(database=name).render_as_string(hide_password=False)
-
-    def close(self) -> None:
-        from sqlalchemy import text
-
-        with self.admin.connect() as conn:
-            for name in self.created:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        self.admin.dispose()
-
-
-@pytest.fixture(scope="session")
-def pg_databases():
-    from sqlalchemy.exc import OperationalError
-
-    try:
-        dbs = PgDatabases(PG_ADMIN_URL)
-        with dbs.admin.connect():
-            pass
-    except (OperationalError, ImportError) as exc:
-        pytest.skip(f"PostgreSQL not reachable at {PG_ADMIN_URL}: {exc}")
-    yield dbs
-    dbs.close()
-
-
 def database_url(request, backend: str) -> str | None:
     if backend == "sqlite":
         return None
-    return request.getfixturevalue("pg_databases").create()
+    return request.getfixturevalue("pg_server").create_database()
 
 
 # --- servers ------------------------------------------------------------------

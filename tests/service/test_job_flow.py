@@ -28,7 +28,7 @@ def backend_server(request, server, tmp_path_factory):
     if request.param == "sqlite":
         yield server
         return
-    url = request.getfixturevalue("pg_databases").create()
+    url = request.getfixturevalue("pg_server").create_database()
     srv = Server(tmp_path_factory.mktemp("server-pg"), url).start()
     yield srv
     srv.stop()
