@@ -30,7 +30,7 @@ from longdoc.engines.base import Engine, RecognizedPage
 from longdoc.export import open_exports
 from longdoc.ingest import open_document, parse_page_range
 from longdoc.ingest.source import DocumentSource
-from longdoc.model import DocumentStatus, ErrorInfo, Page, PageStatus, SourceInfo, TextSource
+from longdoc.model import DocumentStatus, ErrorInfo, Page, PageStatus, SourceInfo
 from longdoc.pipeline.checkpoint import Checkpoint, DirectoryCheckpoint
 from longdoc.pipeline.layout_group import layout_pages
 from longdoc.pipeline.options import ParseOptions

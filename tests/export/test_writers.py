@@ -1,6 +1,5 @@
 """Exports are views of the model, streamed, and never half-written."""
 
-import json
 
 import pytest
 
