@@ -1,5 +1,6 @@
-"""Engine fakes for pipeline tests. Each wraps a real engine and changes one
-thing, so the rest of the pipeline runs for real."""
+"""Fakes for pipeline tests: engines that wrap a real engine and change one
+thing (so the rest of the pipeline runs for real), and a progress that
+interrupts a run between groups."""
 
 from __future__ import annotations
 
@@ -7,6 +8,21 @@ from collections.abc import Iterable, Iterator
 
 from longdoc.engines.base import Engine, PageImage, RecognizedPage
 from longdoc.model import ErrorInfo
+from longdoc.progress import RecordingProgress
+
+
+class StopAfterProgress(RecordingProgress):
+    """Progress that interrupts the run after ``groups`` groups were
+    checkpointed, as a Ctrl-C, crash or shutdown between groups would."""
+
+    def __init__(self, groups: int) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def advance(self, pages: int, *, resumed: bool = False) -> None:
+        super().advance(pages, resumed=resumed)
+        if sum(1 for e in self.events if e[0] == "advance") >= self.groups:
+            raise KeyboardInterrupt
 
 
 class CountingFakeEngine:

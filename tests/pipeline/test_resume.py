@@ -12,27 +12,12 @@ import pytest
 
 from longdoc.model import DocumentStatus
 from longdoc.pipeline import ParseOptions, Pipeline
-from longdoc.progress import RecordingProgress
 from tests.conftest import make_settings
 from tests.docgen import english_report, long_textlayer, rasterize
-from tests.pipeline.fakes import CountingFakeEngine, PageFailingFakeEngine
+from tests.pipeline.fakes import CountingFakeEngine, PageFailingFakeEngine, StopAfterProgress
 from tests.pipeline.helpers import load_doc, txt
 
 OPTS = ParseOptions(ocr="force", dpi=150, page_chunk_size=2, chunk_overlap=1)
-
-
-class _StopAfter(RecordingProgress):
-    """Progress that interrupts the run after ``groups`` groups were
-    checkpointed, as a Ctrl-C or a crash between groups would."""
-
-    def __init__(self, groups: int) -> None:
-        super().__init__()
-        self.groups = groups
-
-    def advance(self, pages: int, *, resumed: bool = False) -> None:
-        super().advance(pages, resumed=resumed)
-        if sum(1 for e in self.events if e[0] == "advance") >= self.groups:
-            raise KeyboardInterrupt
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +36,7 @@ def test_interrupted_run_resumes_without_recognizing_done_pages(tmp_path, scan, 
 
     pipeline, first = _pipeline(ocr_pipeline)
     with pytest.raises(KeyboardInterrupt):
-        pipeline.parse(scan.pdf_path, tmp_path / "out", OPTS, progress=_StopAfter(groups=1))
+        pipeline.parse(scan.pdf_path, tmp_path / "out", OPTS, progress=StopAfterProgress(groups=1))
     assert first.seen == [1, 2]  # group 0 owns pages 1-2
     assert not (tmp_path / "out" / "scan.txt").exists()  # no half result under the final name
 

@@ -8,10 +8,10 @@ import pytest
 from longdoc.model import Page
 from longdoc.pipeline import ParseOptions, Pipeline
 from longdoc.pipeline.checkpoint import Checkpoint
-from longdoc.progress import RecordingProgress
 from longdoc.storage import LocalStore, StoreCheckpoint, keys
 from tests.conftest import make_settings
 from tests.docgen import english_report
+from tests.pipeline.fakes import StopAfterProgress
 
 PREFIX = keys.checkpoint_prefix("acme", "0123456789abcdef0123456789abcdef")
 
@@ -93,20 +93,6 @@ class _NoEngine:
         pass
 
 
-class _StopAfter(RecordingProgress):
-    """Interrupts the run after ``groups`` groups were checkpointed, as a
-    crash or shutdown between groups would."""
-
-    def __init__(self, groups: int) -> None:
-        super().__init__()
-        self.groups = groups
-
-    def advance(self, pages: int, *, resumed: bool = False) -> None:
-        super().advance(pages, resumed=resumed)
-        if sum(1 for e in self.events if e[0] == "advance") >= self.groups:
-            raise KeyboardInterrupt
-
-
 def test_parse_resumes_from_a_store_checkpoint(tmp_path, store):
     doc = english_report(tmp_path, pages=4)
     opts = ParseOptions(ocr="off", page_chunk_size=2, chunk_overlap=1, formats=("txt",))
@@ -114,7 +100,7 @@ def test_parse_resumes_from_a_store_checkpoint(tmp_path, store):
         reference = pipeline.parse(doc.pdf_path, tmp_path / "ref", opts)
         checkpoint: Checkpoint = StoreCheckpoint(store, PREFIX)
         with pytest.raises(KeyboardInterrupt):
-            pipeline.parse(doc.pdf_path, tmp_path / "out", opts, progress=_StopAfter(groups=1), checkpoint=checkpoint)
+            pipeline.parse(doc.pdf_path, tmp_path / "out", opts, progress=StopAfterProgress(groups=1), checkpoint=checkpoint)
         saved = StoreCheckpoint(store, PREFIX).done_pages()
         assert saved and saved != [1, 2, 3, 4]
         result = pipeline.parse(doc.pdf_path, tmp_path / "out", opts, checkpoint=StoreCheckpoint(store, PREFIX))
