@@ -11,6 +11,23 @@ from longdoc.model import ErrorInfo
 from longdoc.progress import RecordingProgress
 
 
+class NoEngineFake:
+    """Engine factory whose engine fails the test if OCR is ever started
+    (for born-digital documents or ``ocr=off``). Building it is allowed:
+    the pipeline reads its version for the checkpoint fingerprint."""
+
+    version = "never-loaded"
+
+    def __call__(self, name: str) -> NoEngineFake:
+        return self
+
+    def load(self) -> None:
+        raise AssertionError("OCR engine started where no page needed OCR")
+
+    def close(self) -> None:
+        pass
+
+
 class StopAfterProgress(RecordingProgress):
     """Progress that interrupts the run after ``groups`` groups were
     checkpointed, as a Ctrl-C, crash or shutdown between groups would."""

@@ -7,27 +7,13 @@ from longdoc.model import TextSource
 from longdoc.pipeline import ParseOptions, Pipeline
 from tests.conftest import make_settings
 from tests.docgen import english_report, long_textlayer, rasterize
+from tests.pipeline.fakes import NoEngineFake
 from tests.pipeline.helpers import flat, load_doc, txt
-
-
-class _NoEngine:
-    """Engine factory whose engines fail the test if OCR is ever started."""
-
-    version = "never-loaded"
-
-    def __call__(self, name):
-        return self
-
-    def load(self):
-        raise AssertionError("OCR engine started for a born-digital document")
-
-    def close(self):
-        pass
 
 
 def test_auto_uses_the_text_layer_and_never_starts_ocr(tmp_path):
     doc = english_report(tmp_path, pages=4)
-    with Pipeline(make_settings(), engine_factory=_NoEngine()) as pipeline:
+    with Pipeline(make_settings(), engine_factory=NoEngineFake()) as pipeline:
         result = pipeline.parse(doc.pdf_path, tmp_path / "out", ParseOptions(ocr="auto", page_chunk_size=2, chunk_overlap=1))
     parsed = load_doc(result)
     assert all(p.text_source is TextSource.TEXT_LAYER and p.ocr_reason == "text_layer_ok" for p in parsed.pages)
@@ -47,7 +33,7 @@ def test_auto_sends_only_scanned_pages_to_ocr(tmp_path, ocr_pipeline):
 
 def test_ocr_off_keeps_scanned_pages_empty_and_says_why(tmp_path):
     doc = rasterize(english_report(tmp_path, pages=3), 100, tmp_path / "scan.pdf")
-    with Pipeline(make_settings(), engine_factory=_NoEngine()) as pipeline:
+    with Pipeline(make_settings(), engine_factory=NoEngineFake()) as pipeline:
         result = pipeline.parse(doc.pdf_path, tmp_path / "out", ParseOptions(ocr="off"))
     pages = load_doc(result).pages
     assert [p.ocr_reason for p in pages] == ["ocr_off:no_text"] * 3
@@ -56,7 +42,7 @@ def test_ocr_off_keeps_scanned_pages_empty_and_says_why(tmp_path):
 
 def test_page_range_selects_exactly_those_pages(tmp_path):
     doc = long_textlayer(tmp_path, pages=40)
-    with Pipeline(make_settings(), engine_factory=_NoEngine()) as pipeline:
+    with Pipeline(make_settings(), engine_factory=NoEngineFake()) as pipeline:
         result = pipeline.parse(doc.pdf_path, tmp_path / "out",
                                 ParseOptions(pages="3-5,17,40", page_chunk_size=2, chunk_overlap=1))
     parsed = load_doc(result)
@@ -70,7 +56,7 @@ def test_page_range_selects_exactly_those_pages(tmp_path):
 
 def test_long_document_every_page_once_in_order(tmp_path):
     doc = long_textlayer(tmp_path, pages=150)
-    with Pipeline(make_settings(), engine_factory=_NoEngine()) as pipeline:
+    with Pipeline(make_settings(), engine_factory=NoEngineFake()) as pipeline:
         result = pipeline.parse(doc.pdf_path, tmp_path / "out", ParseOptions(page_chunk_size=7, chunk_overlap=3))
     parsed = load_doc(result)
     assert [p.number for p in parsed.pages] == list(range(1, 151))

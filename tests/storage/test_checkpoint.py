@@ -11,7 +11,7 @@ from longdoc.pipeline.checkpoint import Checkpoint
 from longdoc.storage import LocalStore, StoreCheckpoint, keys
 from tests.conftest import make_settings
 from tests.docgen import english_report
-from tests.pipeline.fakes import StopAfterProgress
+from tests.pipeline.fakes import NoEngineFake, StopAfterProgress
 
 PREFIX = keys.checkpoint_prefix("acme", "0123456789abcdef0123456789abcdef")
 
@@ -78,25 +78,10 @@ def test_everything_lives_under_the_prefix_in_the_contract_layout(store):
 # -- a real parse ------------------------------------------------------------------
 
 
-class _NoEngine:
-    """Engine factory that fails the test if OCR is ever started (ocr=off)."""
-
-    version = "never-loaded"
-
-    def __call__(self, name):
-        return self
-
-    def load(self):
-        raise AssertionError("OCR engine started with ocr=off")
-
-    def close(self):
-        pass
-
-
 def test_parse_resumes_from_a_store_checkpoint(tmp_path, store):
     doc = english_report(tmp_path, pages=4)
     opts = ParseOptions(ocr="off", page_chunk_size=2, chunk_overlap=1, formats=("txt",))
-    with Pipeline(make_settings(), engine_factory=_NoEngine()) as pipeline:
+    with Pipeline(make_settings(), engine_factory=NoEngineFake()) as pipeline:
         reference = pipeline.parse(doc.pdf_path, tmp_path / "ref", opts)
         checkpoint: Checkpoint = StoreCheckpoint(store, PREFIX)
         with pytest.raises(KeyboardInterrupt):
