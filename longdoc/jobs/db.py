@@ -15,6 +15,8 @@ an unusable URL as :class:`~longdoc.errors.ConfigError`.
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +36,7 @@ from longdoc.errors import ConfigError, DatabaseUnavailable
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+_WAL_TRIES = 40
 # pg_advisory_xact_lock key for migrations: "longdoc" in ASCII.
 _MIGRATION_LOCK = int.from_bytes(b"longdoc", "big")
 
@@ -82,10 +85,27 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        _wal(cursor)
         cursor.execute("PRAGMA foreign_keys = ON")
     finally:
         cursor.close()
+
+
+def _wal(cursor: Any) -> None:
+    """Switch the file to WAL journaling (persistent, so usually already
+    done). Switching needs an exclusive lock and SQLite answers "database
+    is locked" at once, without its busy handler, while another connection
+    holds one (processes opening a fresh database together): retry."""
+    for attempt in range(_WAL_TRIES):
+        try:
+            if cursor.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+                return
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError:
+            if attempt == _WAL_TRIES - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
