@@ -20,9 +20,11 @@ a fresh pool, so only a page that kills a worker by itself fails, and a
 worker killed from outside loses no page. Beyond that the engine does not
 retry: retrying is the pipeline's business (groups).
 
-Workers are started with ``forkserver`` (the fork server preloads RapidOCR's
-imports): first start ~1.1 s for 2 workers, the same as ``spawn``, but a pool
-restart after a failure takes ~0.35 s instead of 1.1–1.7 s.
+Workers are started from longdoc's fork server (:func:`longdoc.procs.context`,
+which preloads RapidOCR's imports): first start ~1.1 s for 2 workers, the same
+as ``spawn``, but a pool restart after a failure takes ~0.35 s instead of
+1.1–1.7 s. Workers exit when the process that started them does, even after
+a ``kill -9`` of it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import multiprocessing
+import os
 import time
 from dataclasses import replace
 from collections.abc import Callable, Iterable, Iterator
@@ -41,6 +44,7 @@ from importlib.metadata import PackageNotFoundError, version
 from types import TracebackType
 from typing import Any
 
+from longdoc import procs
 from longdoc.engines import rapidocr_worker
 from longdoc.engines.base import EngineCapabilities, PageImage, RecognizedPage
 from longdoc.engines.rapidocr_worker import DEFAULT_PARAMS, RawPage
@@ -63,13 +67,6 @@ ACTIVATION_BYTES = 160 * 1024 * 1024
 #: Copies of the page image alive while it is in flight: the caller's, the
 #: pickled one in the worker, and the worker's BGR copy.
 IMAGE_COPIES = 3
-
-#: Modules the fork server imports before forking workers. Importing them
-#: starts at most idle library pools (OpenBLAS), which handle fork; ONNX
-#: Runtime sessions, whose thread pools do not, are created after the fork,
-#: in each worker.
-FORKSERVER_PRELOAD = ("numpy", "onnxruntime", "rapidocr.main", "longdoc.engines.rapidocr_worker")
-_forkserver_preloaded = False
 
 _INSTALL_HINT = "Install `rapidocr` and `onnxruntime` (`pip install longdoc`) or choose another engine."
 
@@ -283,14 +280,12 @@ class RapidOcrEngine:
 
     def _start_pool(self) -> None:
         """Start ``workers`` processes and wait until each has warmed up."""
-        context = multiprocessing.get_context(self.start_method)
-        if self.start_method == "forkserver":
-            _preload_forkserver(context)
+        context = procs.context() if self.start_method == "forkserver" else multiprocessing.get_context("spawn")
         pool = ProcessPoolExecutor(
             max_workers=self.workers,
             mp_context=context,
             initializer=rapidocr_worker.init_worker,
-            initargs=(self.params,),
+            initargs=(self.params, os.getpid()),
         )
         try:
             self._pids = _await_workers(pool, self.workers, self.start_timeout_seconds)
@@ -358,16 +353,6 @@ def _await_workers(pool: ProcessPoolExecutor, workers: int, timeout_s: float) ->
     for extra in pending:
         extra.cancel()
     return sorted(pids)
-
-
-def _preload_forkserver(context: Any) -> None:
-    """Have the fork server import RapidOCR's dependencies once, so workers
-    fork with them loaded (pool restart 1.1 s → 0.35 s on 2 cores). Takes
-    effect only if this process's fork server has not started yet."""
-    global _forkserver_preloaded
-    if not _forkserver_preloaded:
-        context.set_forkserver_preload(list(FORKSERVER_PRELOAD))
-        _forkserver_preloaded = True
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:

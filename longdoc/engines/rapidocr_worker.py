@@ -8,6 +8,7 @@ recognizes one page image per call and returns plain, cheaply pickled values
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from longdoc import procs
 from longdoc.engines.results import check_image
 
 #: Settings measured on this project's scans (see the engine's docstring).
@@ -49,15 +51,41 @@ def build_ocr(params: dict[str, Any]) -> Any:
     """A warmed-up ``RapidOCR`` with ``params`` (raises ImportError if missing)."""
     from rapidocr import RapidOCR
 
+    _adopt_rapidocr_logger()
     ocr = RapidOCR(params=params)
     run_ocr(ocr, warm_up_image())
     return ocr
 
 
-def init_worker(params: dict[str, Any]) -> None:
-    """Process-pool initializer: build this process's OCR object once."""
+def init_worker(params: dict[str, Any], owner_pid: int | None = None) -> None:
+    """Process-pool initializer: tie this process to ``owner_pid`` (it exits
+    when the owner does), log JSON lines, build the OCR object once."""
     global _ocr
+    if owner_pid is not None:
+        procs.die_with(owner_pid)
+    _json_logs()
     _ocr = build_ocr(params)
+
+
+def _adopt_rapidocr_logger() -> None:
+    """RapidOCR's logger prints coloured text with a handler of its own;
+    route it through this process's handlers instead."""
+    logger = logging.getLogger("RapidOCR")
+    logger.handlers[:] = []
+    logger.propagate = True
+
+
+def _json_logs() -> None:
+    """A worker's log records (warnings and up) as JSON lines on stderr,
+    like the service's own."""
+    from pythonjsonlogger.json import JsonFormatter
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s",
+                                       rename_fields={"asctime": "ts", "levelname": "level", "name": "logger"}))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
 
 
 def ocr_page(image: np.ndarray) -> RawPage:
