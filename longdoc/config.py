@@ -47,6 +47,22 @@ class ServiceSettings(_Section):
     webhook_max_attempts: int = Field(default=5, ge=1)
     warmup: bool = Field(default=True, description="run a real page through the engine before /readyz says ready")
     log_json: bool = True
+    work_dir: str = Field(default="./data/work", description="temporary copies of documents being parsed; "
+                          "emptied at start, a job's folder removed when it ends or is deleted")
+    max_attempts: int = Field(default=3, ge=1, description="times a job may be started by a process that then "
+                              "died; the next recovery fails it with too_many_attempts")
+    max_connections: int = Field(default=1000, ge=1, description="open HTTP connections; more are answered 503 "
+                                 "and closed at once (also kept below the open-files limit)")
+    max_connections_per_client: int = Field(default=100, ge=0, description="open connections per client "
+                                            "address (0 = no per-address limit; set 0 behind a proxy)")
+    header_timeout_seconds: float = Field(default=10.0, gt=0, description="a connection must send a complete "
+                                          "request head within this time")
+    body_timeout_seconds: float = Field(default=30.0, gt=0, description="longest pause between two parts of "
+                                        "a request body")
+    keep_alive_timeout_seconds: int = Field(default=5, ge=1, description="idle keep-alive connections close after this")
+    auth_failures_per_minute: int = Field(default=30, ge=1, description="failed authentications per client "
+                                          "address; then 429 for every request of that address until the "
+                                          "minute passes")
 
     @model_validator(mode="after")
     def _no_weak_admin_token(self) -> ServiceSettings:
@@ -105,7 +121,15 @@ class ClientSettings(_Section):
 class LimitSettings(_Section):
     max_upload_mb: int = Field(default=200, ge=1)
     max_pages: int = Field(default=2000, ge=1)
-    max_pixels: int = Field(default=60_000_000, ge=1, description="per page, at render DPI")
+    max_pixels: int = Field(default=60_000_000, ge=1, description="an image file's page above this is refused")
+    max_render_pixels: int = Field(default=20_000_000, ge=10_000, description="a page is rendered at the "
+                                   "asked DPI or lower, so it has at most this many pixels (its JSON says so)")
+    worker_memory_mb: int = Field(default=1536, ge=64, description="address space a document sandbox may "
+                                  "add to its start size while it opens, reads or renders the document")
+    worker_timeout_seconds: float = Field(default=60.0, gt=0, description="time one sandbox step (open, "
+                                          "one page's text or render) may take")
+    tenant_storage_mb: int | None = Field(default=10240, ge=1, description="stored bytes per tenant (originals, "
+                                          "checkpoints, exports of jobs not yet expired or deleted); null = no quota")
 
 
 class Settings(BaseSettings):

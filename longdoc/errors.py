@@ -55,6 +55,11 @@ class LongdocError(Exception):
     def __str__(self) -> str:
         return f"{self.message} {self.hint}".strip()
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle with hint and context (errors cross process boundaries:
+        document sandboxes and worker pools raise them in the parent)."""
+        return (_rebuild, (type(self), self.message, dict(self.__dict__)))
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe body: ``{code, message, hint, retryable, context}``."""
         return {
@@ -64,6 +69,13 @@ class LongdocError(Exception):
             "retryable": self.retryable,
             "context": {k: v for k, v in self.context.items() if _json_scalar(v)},
         }
+
+
+def _rebuild(cls: type[LongdocError], message: str, state: dict[str, Any]) -> LongdocError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    error.__dict__.update(state)
+    return error
 
 
 def _json_scalar(v: Any) -> bool:
@@ -163,6 +175,28 @@ class UploadTooLarge(LimitExceeded):
     hint = "Split the document or raise `limits.max_upload_mb`."
 
 
+class ResourceLimit(LimitExceeded):
+    """Opening, reading or rendering the document (or one page of it) needed
+    more memory or time than its sandbox allows. On a page, the page fails
+    alone; on opening, the document is refused."""
+
+    code = "resource_limit"
+    hint = (
+        "The document needs more memory or time than `limits.worker_memory_mb` / "
+        "`limits.worker_timeout_seconds` allow (a damaged or hostile file, or an extreme page); "
+        "other pages are still processed. Raise the limits only if you trust the source."
+    )
+
+
+class QuotaExceeded(LimitExceeded):
+    code = "quota_exceeded"
+    http_status = 413
+    hint = (
+        "The tenant's stored data would pass `limits.tenant_storage_mb`; delete finished jobs "
+        "(DELETE /v1/jobs/{id}) or wait for them to expire, or ask the operator to raise the quota."
+    )
+
+
 # --- configuration and engines --------------------------------------------
 
 
@@ -200,7 +234,16 @@ class PageRenderFailed(LongdocError):
     code = "page_render_failed"
     http_status = 422
     exit_code = EXIT_PARTIAL
-    hint = "This page could not be rendered; the rest of the document was still processed."
+    hint = "This page could not be read or rendered; the other pages are processed without it."
+
+
+class LayoutFailed(LongdocError):
+    """Laying out one recognized page raised; the page fails, not the document."""
+
+    code = "layout_failed"
+    http_status = 500
+    exit_code = EXIT_PARTIAL
+    hint = "This is a bug in longdoc's layout stage; please report it. The other pages are processed without this one."
 
 
 class OutputError(LongdocError):
@@ -282,6 +325,19 @@ class JobTimedOut(JobStopped):
     hint = "The job ran past `service.timeout_seconds`; split the document or ask the operator to raise the limit."
 
 
+class TooManyAttempts(LongdocError):
+    """The job's process died N times while running it (it is presumed to be
+    what kills it)."""
+
+    code = "too_many_attempts"
+    http_status = 422
+    exit_code = EXIT_LIMIT
+    hint = (
+        "The service stopped unexpectedly every time it ran this job (`service.max_attempts`); "
+        "check the document, split it, or ask the operator to look at the service logs."
+    )
+
+
 class ShuttingDown(JobStopped):
     code = "shutting_down"
     http_status = 503
@@ -342,11 +398,25 @@ class JobExpired(LongdocError):
     hint = "The job's stored data passed the retention period and was deleted; submit the document again."
 
 
+class InvalidUpload(LongdocError):
+    code = "invalid_upload"
+    http_status = 400
+    exit_code = EXIT_USAGE
+    hint = "Send multipart/form-data with the document in a `file` field and optional `options` JSON (see /docs)."
+
+
 class RateLimited(LongdocError):
     code = "rate_limited"
     http_status = 429
     retryable = True
     hint = "Slow down: wait for the number of seconds in `Retry-After`, then retry."
+
+
+class TooManyConnections(LongdocError):
+    code = "too_many_connections"
+    http_status = 503
+    retryable = True
+    hint = "The server is at its connection limit; retry after `Retry-After` seconds, reusing one connection."
 
 
 class QueueFull(LongdocError):

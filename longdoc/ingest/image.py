@@ -94,8 +94,10 @@ class ImageSource:
 
     ``media_type``: one of the image types of :mod:`longdoc.ingest.sniff`.
     ``max_pages``: stop counting TIFF frames past this and raise
-    TooManyPages (None: count all). Raises (from the constructor)
-    ImageTooLarge, CorruptFile, TooManyPages.
+    TooManyPages (None: count all). ``max_render_pixels``: a rendered page
+    is shrunk to at most this many pixels (default ``max_pixels``).
+    ``name``: the document's name in messages (default: the file's).
+    Raises (from the constructor) ImageTooLarge, CorruptFile, TooManyPages.
     """
 
     def __init__(
@@ -105,13 +107,16 @@ class ImageSource:
         *,
         max_pixels: int = 60_000_000,
         max_pages: int | None = None,
+        max_render_pixels: int | None = None,
+        name: str | None = None,
     ) -> None:
         if media_type not in _PIL_FORMATS:
             raise ValueError(f"not an image media type: {media_type}")
         self.path = Path(path)
-        self.name = self.path.name
+        self.name = name or self.path.name
         self.media_type = media_type
         self.max_pixels = max_pixels
+        self.max_render_pixels = min(max_pixels, max_render_pixels or max_pixels)
         self.sha256 = file_sha256(self.path)
         self._format = _PIL_FORMATS[media_type]
         with self._open_file(page=None) as image:
@@ -144,8 +149,8 @@ class ImageSource:
                     f"Page {page} of {self.name} could not be decoded ({_describe(exc)}).",
                     page=page,
                 ) from exc
-        rgb, used_dpi = _square_and_fit(rgb, frame, self.max_pixels)
-        return RenderedPage(page=page, image=rgb, dpi=used_dpi)
+        rgb, used_dpi, shrunk = _square_and_fit(rgb, frame, self.max_render_pixels)
+        return RenderedPage(page=page, image=rgb, dpi=used_dpi, downscaled=shrunk)
 
     def text_layer(self, page: int) -> None:
         """Images have no text layer."""
@@ -316,19 +321,20 @@ def _upright(image: Image.Image, orientation: int) -> Image.Image:
 
 def _square_and_fit(
     image: Image.Image, frame: _Frame, max_pixels: int
-) -> tuple[Image.Image, float]:
+) -> tuple[Image.Image, float, bool]:
     """Stretch non-square pixels to the higher DPI and shrink to max_pixels;
-    returns the image and the DPI it now has."""
+    returns the image, the DPI it now has and whether it was shrunk."""
     dpi = max(frame.xdpi, frame.ydpi)
     width = image.width * dpi / frame.xdpi
     height = image.height * dpi / frame.ydpi
-    if width * height > max_pixels:
+    shrunk = width * height > max_pixels
+    if shrunk:
         shrink = math.sqrt(max_pixels / (width * height))
         width, height, dpi = width * shrink, height * shrink, dpi * shrink
     target = (max(1, math.floor(width)), max(1, math.floor(height)))
     if abs(target[0] - image.width) > 1 or abs(target[1] - image.height) > 1:
         image = image.resize(target, Image.Resampling.LANCZOS)
-    return image, dpi
+    return image, dpi, shrunk
 
 
 def _describe(exc: BaseException) -> str:

@@ -29,18 +29,23 @@ from longdoc.ingest.source import DocumentSource
 _MB = 1024 * 1024
 
 
-def open_document(path: str | Path, limits: LimitSettings) -> DocumentSource:
-    """Open ``path`` as a PDF or image document, enforcing ``limits``.
+def open_document(path: str | Path, limits: LimitSettings, *, name: str | None = None) -> DocumentSource:
+    """Open ``path`` as a PDF or image document, enforcing ``limits``,
+    **in this process** (use :func:`longdoc.ingest.sandbox.open_sandboxed`
+    for untrusted documents).
 
-    Returns an open :class:`DocumentSource` (the caller closes it). Raises a
+    ``name`` is the document's name in the source and in every message
+    about its content (default: the file's name). Returns an open
+    :class:`DocumentSource` (the caller closes it). Raises a
     :class:`~longdoc.errors.LongdocError` subclass for every problem with the
     input (see the module docstring); nothing is left open when it raises.
     """
     path = Path(path)
+    name = name or path.name
     size = _regular_file_size(path)
     if size > limits.max_upload_mb * _MB:
         raise UploadTooLarge(
-            f"{path.name} is {size:,} bytes ({size / _MB:.1f} MB); the limit is "
+            f"{name} is {size:,} bytes ({size / _MB:.1f} MB); the limit is "
             f"{limits.max_upload_mb} MB ({limits.max_upload_mb * _MB:,} bytes).",
             size_bytes=size,
             max_upload_mb=limits.max_upload_mb,
@@ -48,15 +53,16 @@ def open_document(path: str | Path, limits: LimitSettings) -> DocumentSource:
     media_type = sniff_media_type(_read_head(path))
     source: DocumentSource
     if media_type == PDF:
-        source = PdfSource(path, max_pixels=limits.max_pixels)
+        source = PdfSource(path, max_pixels=min(limits.max_pixels, limits.max_render_pixels), name=name)
     else:
         source = ImageSource(
-            path, media_type, max_pixels=limits.max_pixels, max_pages=limits.max_pages
+            path, media_type, max_pixels=limits.max_pixels, max_pages=limits.max_pages,
+            max_render_pixels=limits.max_render_pixels, name=name,
         )
     if source.page_count > limits.max_pages:
         source.close()
         raise TooManyPages(
-            f"{path.name} has {source.page_count} pages; the limit is {limits.max_pages}.",
+            f"{name} has {source.page_count} pages; the limit is {limits.max_pages}.",
             page_count=source.page_count,
             max_pages=limits.max_pages,
         )

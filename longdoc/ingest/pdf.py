@@ -59,20 +59,21 @@ _DEFAULT_MAX_PIXELS = 60_000_000
 class PdfSource:
     """An opened PDF; see the module docstring for errors and threading.
 
-    ``max_pixels`` caps the pixel count of one rendered page.
+    ``max_pixels`` caps the pixel count of one rendered page. ``name`` is
+    the document's name in messages (default: the file's).
     Raises (from the constructor) EncryptedPdf, CorruptFile, EmptyDocument,
     UnreadablePath.
     """
 
     media_type = PDF
 
-    def __init__(self, path: str | Path, *, max_pixels: int = _DEFAULT_MAX_PIXELS) -> None:
+    def __init__(self, path: str | Path, *, max_pixels: int = _DEFAULT_MAX_PIXELS, name: str | None = None) -> None:
         self.path = Path(path)
-        self.name = self.path.name
+        self.name = name or self.path.name
         self.max_pixels = max_pixels
         self.sha256 = file_sha256(self.path)
         with PDFIUM_LOCK:
-            self._pdf: pdfium.PdfDocument | None = _load(self.path)
+            self._pdf: pdfium.PdfDocument | None = _load(self.path, self.name)
             self.page_count = len(self._pdf)
             _init_forms(self._pdf)
 
@@ -111,7 +112,7 @@ class PdfSource:
                     bitmap.close()
             except (pdfium.PdfiumError, ValueError, MemoryError) as exc:
                 raise _page_failed(page, "it could not be rendered", exc) from exc
-        return RenderedPage(page=page, image=image, dpi=used_dpi)
+        return RenderedPage(page=page, image=image, dpi=used_dpi, downscaled=used_dpi < dpi)
 
     def text_layer(self, page: int) -> list[Line]:
         """The page's text as positioned line segments (see pdf_text); an
@@ -188,7 +189,7 @@ def _init_forms(pdf: pdfium.PdfDocument) -> None:
         pass
 
 
-def _load(path: Path) -> pdfium.PdfDocument:
+def _load(path: Path, name: str) -> pdfium.PdfDocument:
     """Open with pdfium, mapping load errors by pdfium's error code.
 
     Uses the raw loader rather than ``PdfDocument(path)``, which reports a
@@ -197,21 +198,20 @@ def _load(path: Path) -> pdfium.PdfDocument:
     """
     raw = pdfium_c.FPDF_LoadDocument(os.fsencode(path), None)
     if not raw:
-        raise _map_load_error(path, pdfium_c.FPDF_GetLastError())
+        raise _map_load_error(name, pdfium_c.FPDF_GetLastError())
     if pdfium_c.FPDF_GetPageCount(raw) < 1:
         pdfium_c.FPDF_CloseDocument(raw)
-        raise EmptyDocument(f"{path.name} has no pages.")
+        raise EmptyDocument(f"{name} has no pages.")
     return pdfium.PdfDocument(raw)
 
 
-def _map_load_error(path: Path, err_code: int | None) -> Exception:
-    name = path.name
+def _map_load_error(name: str, err_code: int | None) -> Exception:
     if err_code == pdfium_c.FPDF_ERR_PASSWORD:
         return EncryptedPdf(f"{name} is password-protected.")
     if err_code == pdfium_c.FPDF_ERR_SECURITY:
         return EncryptedPdf(f"{name} is encrypted with an unsupported security handler.")
     if err_code == pdfium_c.FPDF_ERR_FILE:
-        return UnreadablePath(f"Cannot open {path}.")
+        return UnreadablePath(f"{name} cannot be opened.")
     return CorruptFile(f"{name} is not a readable PDF (pdfium error code {err_code}).")
 
 

@@ -38,12 +38,16 @@ class RenderedPage:
     is the resolution it was *actually* rendered at, which converts its pixels
     to points (``pt = px * 72 / dpi``); it is lower than the DPI asked for when
     the page would otherwise exceed the pixel limit, and for image files it is
-    the file's own resolution (images are not resampled).
+    the file's own resolution (images are not resampled). ``downscaled``
+    says the page was shrunk to fit the render pixel cap
+    (``limits.max_render_pixels``): ``dpi`` is then below what was asked
+    (PDF) or below the file's own (image).
     """
 
     page: int
     image: Image.Image
     dpi: float
+    downscaled: bool = False
 
     @property
     def width_px(self) -> int:
@@ -58,7 +62,8 @@ class RenderedPage:
 class DocumentSource(Protocol):
     """An opened input document. Use it as a context manager or call close().
 
-    Attributes: ``name`` (file name, for display), ``media_type`` (sniffed from
+    Attributes: ``name`` (the document's name as the user knows it, for
+    display and messages; never a temporary path), ``media_type`` (sniffed from
     content), ``sha256`` (hex digest of the file bytes), ``page_count``.
 
     Methods take a 1-based ``page``; a page outside ``1..page_count`` or a

@@ -125,3 +125,70 @@ def truncated(path: Path, keep: float) -> Path:
     data = path.read_bytes()
     path.write_bytes(data[: int(len(data) * keep)])
     return path
+
+
+# --- crafted documents: each costs a reader memory or time out of proportion to its size ---
+
+#: sentences for the good pages around a hostile one (enough text for the text-layer judge)
+GOOD_PAGE_LINES = (
+    "This page is a plain page of a longer report about a harbour town.",
+    "The committee met on a Tuesday and read the minutes of the last meeting.",
+    "Nobody objected, and the chair moved on to the budget for the coming year.",
+    "The ferry timetable changes in spring, when the evening crossing returns.",
+    "Repairs to the north pier are planned for the quiet weeks after the festival.",
+    "Questions from the public concerned parking, the library and the market.",
+)
+
+
+def _text_stream(page: int) -> bytes:
+    """A page's content stream: GOOD_PAGE_LINES in Helvetica, tagged with the page number."""
+    ops = [b"BT /F1 12 Tf 72 720 Td 16 TL"]
+    for text in (f"Good page {page} of the crafted document.", *GOOD_PAGE_LINES):
+        ops.append(b"(%s) Tj T*" % text.encode("ascii"))
+    ops.append(b"ET")
+    return b"\n".join(ops)
+
+
+def _stream(data: bytes, *, flate: bool = False) -> bytes:
+    if flate:
+        return b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(data) + data + b"\nendstream"
+    return b"<< /Length %d >>\nstream\n" % len(data) + data + b"\nendstream"
+
+
+def pdf_with_pages(path: Path, contents: list[bytes], *, count: int | None = None) -> Path:
+    """A PDF whose page i has the content stream object ``contents[i]``
+    (a full stream object, see :func:`_stream`), Helvetica as /F1, and a
+    page tree claiming ``count`` pages (default: as many as there are)."""
+    n = len(contents)
+    kids = b" ".join(b"%d 0 R" % (4 + 2 * i) for i in range(n))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, n if count is None else count),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    for i, content in enumerate(contents):
+        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+                       b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % (5 + 2 * i))
+        objects.append(content)
+    return raw_pdf(path, objects)
+
+
+def good_page(page: int) -> bytes:
+    return _stream(_text_stream(page))
+
+
+def stream_bomb_page(mib: int) -> bytes:
+    """A content stream that inflates to ``mib`` MiB of spaces (about
+    1/1000 of that compressed), then one line of text."""
+    packer = zlib.compressobj(9)
+    block = b" " * (1 << 20)
+    parts = [packer.compress(block) for _ in range(mib)]
+    parts.append(packer.compress(b"BT /F1 12 Tf 72 720 Td (inflated) Tj ET") + packer.flush())
+    return _stream(b"".join(parts), flate=True)
+
+
+def slow_page(rects: int) -> bytes:
+    """A small content stream of ``rects`` tiny filled rectangles: seconds of
+    parsing for a reader (pdfium: ~1 s per million here)."""
+    ops = b"".join(b"%d %d 3 3 re f\n" % ((i * 37) % 600, (i * 91) % 780) for i in range(rects))
+    return _stream(zlib.compress(ops), flate=True)

@@ -158,6 +158,18 @@ def test_render_over_the_pixel_limit_is_shrunk(tmp_path) -> None:
     width, height = rendered.image.size
     assert width * height <= 40_000 and width == pytest.approx(2 * height, abs=2)
     assert width * 72 / rendered.dpi == pytest.approx(width_pt, rel=0.01)
+    assert rendered.downscaled
+
+
+def test_render_pixel_cap_shrinks_an_accepted_image_and_says_so(tmp_path) -> None:
+    path = _save(Image.new("L", (1000, 800), 255), tmp_path / "big.png", "PNG", dpi=(300, 300))
+    with ImageSource(path, "image/png", max_pixels=1_000_000, max_render_pixels=200_000) as source:
+        rendered = source.render(1, 300)
+        width_pt, _ = source.page_size(1)
+    assert rendered.image.width * rendered.image.height <= 200_000 and rendered.downscaled
+    assert rendered.image.width * 72 / rendered.dpi == pytest.approx(width_pt, rel=0.01)
+    with ImageSource(path, "image/png", max_pixels=1_000_000) as source:
+        assert not source.render(1, 300).downscaled
 
 
 def test_pillow_truncated_loading_stays_off() -> None:

@@ -155,6 +155,13 @@ def test_a_huge_page_renders_within_the_pixel_limit(tmp_path) -> None:
         rendered = source.render(1, 300)
     assert rendered.image.width * rendered.image.height <= 1_000_000
     assert rendered.dpi == pytest.approx(72 * 1000 / 14400, rel=0.01)
+    assert rendered.downscaled
+
+
+def test_a_page_within_the_pixel_limit_is_not_downscaled(two_pages) -> None:
+    with PdfSource(two_pages, max_pixels=1_000_000) as source:
+        rendered = source.render(1, 150)
+    assert rendered.dpi == 150 and not rendered.downscaled
 
 
 def test_a_page_pdfium_cannot_load_fails_alone(tmp_path) -> None:
