@@ -142,8 +142,8 @@ class ErrorInfo(BaseModel):
 
 class Page(BaseModel):
     number: int = Field(ge=1, description="1-based page number in the source document")
-    width: float = Field(description="points")
-    height: float = Field(description="points")
+    width: float = Field(description="points; 0 for a failed page whose size could not be read")
+    height: float = Field(description="points; 0 for a failed page whose size could not be read")
     status: PageStatus = PageStatus.OK
     text_source: TextSource | None = Field(
         default=None, description="text layer or OCR; None for a failed page"
@@ -156,6 +156,13 @@ class Page(BaseModel):
     rotation: int = Field(
         default=0, description="clockwise degrees a scan was turned to read it upright; "
         "width, height and boxes refer to the upright page"
+    )
+    render_dpi: float | None = Field(
+        default=None, description="DPI the page was rendered at for OCR; None when it was not rendered"
+    )
+    downscaled: bool = Field(
+        default=False, description="rendered below the DPI asked for (or below an image's own) to stay "
+        "within limits.max_render_pixels"
     )
     timings: dict[str, float] = Field(default_factory=dict, description="seconds per stage")
     blocks: list[Block] = Field(default_factory=list)

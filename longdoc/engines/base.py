@@ -45,6 +45,7 @@ class PageImage:
 
     ``image`` is an RGB ``uint8`` array of shape (height_px, width_px, 3).
     ``dpi`` converts pixels to points: ``pt = px * 72 / dpi``.
+    ``downscaled``: rendered below the DPI asked for (render pixel cap).
     """
 
     page: int  # 1-based
@@ -52,6 +53,7 @@ class PageImage:
     dpi: float
     width_pt: float
     height_pt: float
+    downscaled: bool = False
 
     @property
     def nbytes(self) -> int:

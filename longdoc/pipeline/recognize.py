@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from longdoc.engines.base import Engine, PageImage, RecognizedPage
-from longdoc.errors import LongdocError
+from longdoc.errors import LongdocError, ResourceLimit
 from longdoc.ingest.source import DocumentSource
 from longdoc.ingest.textlayer import judge_text_layer
 from longdoc.model import ErrorInfo, TextSource
@@ -33,12 +33,18 @@ TEXT_LAYER_ENGINE = "text_layer"
 
 @dataclass
 class PageOutcome:
-    """A recognized (or failed) page plus how it was obtained."""
+    """A recognized (or failed) page plus how it was obtained.
+
+    ``render_dpi`` is the DPI the page was rendered at for OCR (None when it
+    was not rendered); ``downscaled`` says it was rendered below the DPI
+    asked for, to stay within the render pixel cap."""
 
     rec: RecognizedPage
     text_source: TextSource | None
     ocr_reason: str
     timings: dict[str, float] = field(default_factory=dict)
+    render_dpi: float | None = None
+    downscaled: bool = False
 
     def approx_bytes(self) -> int:
         return self.rec.approx_bytes()
@@ -46,6 +52,13 @@ class PageOutcome:
 
 def error_info(exc: LongdocError, page: int) -> ErrorInfo:
     return ErrorInfo(code=exc.code, message=exc.message, hint=exc.hint, page=page, retryable=exc.retryable)
+
+
+def failed_outcome(number: int, exc: LongdocError, size: tuple[float, float], reason: str) -> PageOutcome:
+    """The outcome of a page that failed before an engine saw it (its size
+    is (0, 0) when even that could not be read)."""
+    rec = RecognizedPage(page=number, width_pt=size[0], height_pt=size[1], error=error_info(exc, number))
+    return PageOutcome(rec, None, reason)
 
 
 def recognize_group(
@@ -58,7 +71,9 @@ def recognize_group(
     workspace: Workspace,
     text_layer_version: str,
 ) -> dict[int, PageOutcome]:
-    """Recognize the 1-based pages ``numbers``; returns outcomes by number.
+    """Recognize the 1-based pages ``numbers``; returns an outcome for
+    every one of them, by number. Every step is per page: a page whose size,
+    text or render fails (or trips a sandbox limit) fails alone.
 
     ``engine`` is called only if some page needs OCR (text-layer-only
     documents never start OCR workers).
@@ -66,15 +81,23 @@ def recognize_group(
     outcomes: dict[int, PageOutcome] = {}
     to_ocr: list[int] = []
     reasons: dict[int, str] = {}
+    sizes: dict[int, tuple[float, float]] = {}
     for number in numbers:
         t0 = time.perf_counter()
-        width, height = source.page_size(number)
+        try:
+            sizes[number] = width, height = source.page_size(number)
+        except LongdocError as exc:
+            outcomes[number] = failed_outcome(number, exc, (0.0, 0.0), exc.code)
+            continue
         if ocr == "force":
             to_ocr.append(number)
             reasons[number] = "ocr_forced"
             continue
         try:
             lines = source.text_layer(number)
+        except ResourceLimit as exc:  # rendering the same page would trip it again
+            outcomes[number] = failed_outcome(number, exc, sizes[number], exc.code)
+            continue
         except LongdocError as exc:
             lines, reason = None, exc.code
         else:
@@ -93,19 +116,17 @@ def recognize_group(
         to_ocr.append(number)
         reasons[number] = reason
     if to_ocr:
-        _ocr_pages(source, to_ocr, reasons, dpi, engine(), workspace, outcomes)
+        _ocr_pages(source, to_ocr, reasons, sizes, dpi, engine(), workspace, outcomes)
     return outcomes
 
 
-def admitted_window(
-    source: DocumentSource, first: int, dpi: int, engine: Engine, workspace: Workspace
-) -> int:
+def admitted_window(size_pt: tuple[float, float], dpi: int, engine: Engine, workspace: Workspace) -> int:
     """Pages that may be in flight so the workspace stays under the
-    watermark, estimated from the first page's size at ``dpi``."""
-    width_pt, height_pt = source.page_size(first)
+    watermark, estimated from one page of ``size_pt`` points at ``dpi``."""
+    width_pt, height_pt = size_pt
     shape = (max(1, round(height_pt * dpi / 72)), max(1, round(width_pt * dpi / 72)), 3)
     probe = PageImage(  # a zero-stride view: the size without the memory
-        page=first, image=np.broadcast_to(np.zeros(1, np.uint8), shape), dpi=dpi,
+        page=1, image=np.broadcast_to(np.zeros(1, np.uint8), shape), dpi=dpi,
         width_pt=width_pt, height_pt=height_pt,
     )
     return workspace.pages_in_flight(engine.workspace_bytes(probe), held_bytes=workspace.in_use)
@@ -115,31 +136,31 @@ def _ocr_pages(
     source: DocumentSource,
     numbers: list[int],
     reasons: dict[int, str],
+    sizes: dict[int, tuple[float, float]],
     dpi: int,
     engine: Engine,
     workspace: Workspace,
     outcomes: dict[int, PageOutcome],
 ) -> None:
     reserved: dict[int, int] = {}
-    render_seconds: dict[int, float] = {}
+    rendered_as: dict[int, tuple[float, float, bool]] = {}  # page -> (seconds, dpi, downscaled)
 
     def failed(number: int, exc: LongdocError) -> None:
-        width, height = source.page_size(number)
-        rec = RecognizedPage(page=number, width_pt=width, height_pt=height, error=error_info(exc, number))
-        outcomes[number] = PageOutcome(rec, None, reasons[number])
+        outcomes[number] = failed_outcome(number, exc, sizes[number], reasons[number])
 
     def rendered(page: PageImage, seconds: float) -> None:
         cost = engine.workspace_bytes(page)
         # The engine's in-flight window was sized from the workspace, so a
         # refusal here only means the estimate was off; it is counted.
         reserved[page.page] = cost if workspace.try_reserve(cost) else 0
-        render_seconds[page.page] = seconds
+        rendered_as[page.page] = (seconds, page.dpi, page.downscaled)
 
     images = iter_page_images(source, numbers, dpi, on_error=failed, on_rendered=rendered)
-    window = admitted_window(source, numbers[0], dpi, engine, workspace)
+    window = admitted_window(sizes[numbers[0]], dpi, engine, workspace)
     for rec in engine.recognize(images, max_in_flight=window):
         workspace.release(reserved.pop(rec.page, 0))
-        timings = {"render": render_seconds.get(rec.page, 0.0), "recognize": rec.seconds}
+        seconds, used_dpi, downscaled = rendered_as[rec.page]
+        timings = {"render": seconds, "recognize": rec.seconds}
         outcomes[rec.page] = PageOutcome(
-            rec, None if rec.error else TextSource.OCR, reasons[rec.page], timings
+            rec, None if rec.error else TextSource.OCR, reasons[rec.page], timings, used_dpi, downscaled
         )

@@ -14,7 +14,6 @@ checkpoint with one page of look-ahead for stitching.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -28,14 +27,15 @@ from longdoc.config import Settings
 from longdoc.engines import get_engine
 from longdoc.engines.base import Engine, RecognizedPage
 from longdoc.export import open_exports
-from longdoc.ingest import open_document, parse_page_range
+from longdoc.ingest import parse_page_range
+from longdoc.ingest.sandbox import open_sandboxed
 from longdoc.ingest.source import DocumentSource
 from longdoc.model import DocumentStatus, ErrorInfo, Page, PageStatus, SourceInfo
 from longdoc.pipeline.checkpoint import Checkpoint, DirectoryCheckpoint
 from longdoc.pipeline.layout_group import layout_pages
 from longdoc.pipeline.options import ParseOptions
 from longdoc.pipeline.recognize import TEXT_LAYER_ENGINE, PageOutcome, recognize_group
-from longdoc.plan import BoundaryCache, Group, Workspace, plan_groups
+from longdoc.plan import BoundaryCache, FairTurns, Group, Workspace, plan_groups
 from longdoc.progress import NullProgress, Progress
 
 log = logging.getLogger("longdoc.pipeline")
@@ -62,14 +62,20 @@ class Pipeline:
 
     Thread-safe for concurrent :meth:`parse` calls: one group is recognized
     at a time (engines are not re-entrant), so concurrent documents
-    interleave at group boundaries; layout, checkpoints and exports run in
-    parallel. All parses share one :attr:`workspace`."""
+    interleave at group boundaries, taking turns round-robin by ``owner``
+    (:class:`~longdoc.plan.FairTurns`); layout, checkpoints and exports run
+    in parallel. All parses share one :attr:`workspace`.
+
+    Documents are opened, read and rendered in a sandbox process
+    (:mod:`longdoc.ingest.sandbox`): a hostile file costs at most
+    ``limits.worker_memory_mb`` and ``limits.worker_timeout_seconds`` per
+    step, outside this process."""
 
     def __init__(self, settings: Settings, engine_factory: Callable[[str], Engine] | None = None):
         self.settings = settings
         self._engine_factory = engine_factory or (lambda name: get_engine(name, settings.inference))
         self._engines: dict[str, Engine] = {}
-        self._group_lock = threading.Lock()
+        self._turns = FairTurns(slots=1)
         inf = settings.inference
         self.workspace = Workspace(budget_bytes=inf.workspace_budget_mb * 2**20, watermark=inf.kv_cache_watermark)
 
@@ -112,6 +118,8 @@ class Pipeline:
         checkpoint: Checkpoint | None = None,
         stem: str | None = None,
         control: Callable[[], None] | None = None,
+        name: str | None = None,
+        owner: str = "",
     ) -> ParseResult:
         """Parse ``path`` into ``out_dir/<stem>.<fmt>`` for each format.
 
@@ -119,13 +127,15 @@ class Pipeline:
         page-level failures end up in the result (status ``partial``).
         ``control`` is called before each group; it stops the run by raising
         (e.g. :class:`~longdoc.errors.JobCancelled`) — finished groups stay
-        checkpointed, so a later call resumes.
+        checkpointed, so a later call resumes. ``name`` is the document's
+        name in the result and in messages (default: the file's); ``owner``
+        (a tenant) is whom the engine's turns are shared fairly between.
         """
         progress = progress or NullProgress()
         out_dir = Path(out_dir)
         stem = stem or Path(path).stem
         t_start = time.perf_counter()
-        with open_document(path, self.settings.limits) as source:                       # ingest
+        with open_sandboxed(path, self.settings.limits, name=name) as source:           # ingest
             numbers = parse_page_range(options.pages, source.page_count)
             groups = plan_groups(len(numbers), options.page_chunk_size, options.chunk_overlap)  # plan
             checkpoint = checkpoint or DirectoryCheckpoint(out_dir / ".longdoc" / stem)
@@ -133,7 +143,7 @@ class Pipeline:
             progress.start(source.name, len(numbers))
             workspace = self.workspace
             resumed = self._run_groups(source, numbers, groups, options, checkpoint, workspace, progress,
-                                       control or (lambda: None))
+                                       control or (lambda: None), owner)
             t_groups = time.perf_counter()
             result = self._assemble_and_export(                                       # assemble, export
                 source, numbers, options, checkpoint, out_dir, stem
@@ -158,6 +168,7 @@ class Pipeline:
         workspace: Workspace,
         progress: Progress,
         control: Callable[[], None],
+        owner: str,
     ) -> int:
         """Recognize, lay out and checkpoint each group; returns how many
         pages were resumed from an earlier run."""
@@ -174,7 +185,7 @@ class Pipeline:
                 progress.advance(len(owned), resumed=True)
                 continue
             control()                                                                 # cancel, timeout, shutdown
-            with self._group_lock:
+            with self._turns.turn(owner):
                 outcomes = recognize_group(                                           # recognize
                     source, owned, ocr=options.ocr, dpi=options.dpi,
                     engine=lambda: self.engine(options.engine), workspace=workspace,
@@ -271,4 +282,5 @@ def outcome_from_page(page: Page) -> PageOutcome:
         error=page.error, engine=page.engine or "", engine_version=page.engine_version or "",
         rotation=page.rotation,
     )
-    return PageOutcome(rec, page.text_source, page.ocr_reason or "", dict(page.timings))
+    return PageOutcome(rec, page.text_source, page.ocr_reason or "", dict(page.timings),
+                       page.render_dpi, page.downscaled)

@@ -24,7 +24,8 @@ def render_page(source: DocumentSource, number: int, dpi: float) -> PageImage:
     width_pt, height_pt = source.page_size(number)
     image = np.asarray(rendered.image.convert("RGB"))
     rendered.image.close()
-    return PageImage(page=number, image=image, dpi=rendered.dpi, width_pt=width_pt, height_pt=height_pt)
+    return PageImage(page=number, image=image, dpi=rendered.dpi, width_pt=width_pt, height_pt=height_pt,
+                     downscaled=rendered.downscaled)
 
 
 def iter_page_images(
