@@ -26,6 +26,10 @@ Rules, for a line of ``target`` in a band:
   → HEADER, bottom band → FOOTER.
 
 With no neighbours only page numbers are found.
+
+Never the page's only text: when every line of a page would be furniture,
+the running headers and footers are kept as body text (a page holding one
+repeated template line is content, not a header); page numbers still go.
 """
 
 from __future__ import annotations
@@ -165,7 +169,15 @@ def find_furniture(target: RecognizedPage, neighbors: Sequence[RecognizedPage]) 
             repeats = len({p for p, o in near if c.repeats(o)})
             if repeats and in_zone:
                 found[c.line.idx] = BlockKind.HEADER if c.edge == "top" else BlockKind.FOOTER
-    return found
+    return _keep_some_body(found, lines)
+
+
+def _keep_some_body(found: dict[int, BlockKind], lines: list[LineBox]) -> dict[int, BlockKind]:
+    """``found`` without its running headers and footers when they (with
+    page numbers) would be every line of the page."""
+    if any(l.idx not in found for l in lines):
+        return found
+    return {i: kind for i, kind in found.items() if kind is BlockKind.PAGE_NUMBER}
 
 
 def _edge_zone(lines: list[LineBox], height: float, h: float) -> set[int]:

@@ -133,3 +133,25 @@ def test_empty_and_degenerate_pages():
     assert find_furniture(page_of([zero]), []) == {0: BlockKind.PAGE_NUMBER}
     # a page of unknown height (0) is measured by its lines and does not crash
     assert isinstance(find_furniture(page_of([line("x", 10, 10)], height=0.0), []), dict)
+
+
+@pytest.mark.parametrize("where", [40.0, 140.0, 400.0, 750.0])
+def test_a_page_whose_only_line_repeats_on_every_page_keeps_it(where):
+    """60 pages each holding one line of the same template text (a status
+    report, a form): the line repeats on every neighbour, but it is the
+    page's only text, so it is body text wherever it sits."""
+    text = "Monthly status line: all systems nominal"
+    pages = [page_of([line(text, 72.0, where, page=n)], n) for n in range(1, 61)]
+    for page in pages[:5] + pages[-5:]:
+        neighbors = [p for p in pages if p is not page and abs(p.page - page.page) <= 3]
+        assert _kinds(page, neighbors) == {}
+
+
+def test_a_page_with_only_a_running_header_and_a_folio_keeps_the_header_as_text():
+    def make(n, body=True):
+        lines = [line("Journal of Examples 2026", 72.0, 40.0, page=n), line(str(n), 300.0, 752.0, page=n)]
+        return page_of(lines + (_body(n) if body else []), n)
+
+    pages = [make(1), make(2), make(3, body=False), make(4), make(5)]
+    assert _kinds(pages[2], [pages[1], pages[3]]) == {"3": BlockKind.PAGE_NUMBER}
+    assert _kinds(pages[1], [pages[0], pages[2]])["Journal of Examples 2026"] is BlockKind.HEADER
