@@ -22,13 +22,19 @@ def serve(
 ) -> None:
     """Run the HTTP service (API, embedded queue and workers) until SIGTERM/Ctrl-C.
     On SIGTERM it stops intake and checkpoints running jobs; they resume on the next start."""
+    import os
+
     import uvicorn
 
+    from longdoc import procs
     from longdoc.service.app import create_app
+    from longdoc.service.connections import ConnectionPolicy, guarded_protocol
     from longdoc.service.logs import configure_logging
 
     settings = load_settings(config, overrides={"service": {"host": host, "port": port}})
+    os.umask(0o077)  # the store, the database (webhook secrets) and the work folder are the service's alone
     configure_logging(settings.service.log_json)
+    policy = ConnectionPolicy.from_settings(settings.service, procs.raise_open_files_limit())
     app = create_app(settings)
 
     class Server(uvicorn.Server):
@@ -41,7 +47,8 @@ def serve(
             super().handle_exit(sig, frame)
 
     Server(uvicorn.Config(
-        app, host=settings.service.host, port=settings.service.port,
+        app, host=settings.service.host, port=settings.service.port, http=guarded_protocol(policy),
+        timeout_keep_alive=settings.service.keep_alive_timeout_seconds,
         log_config=None, timeout_graceful_shutdown=10, access_log=False,
     )).run()
 

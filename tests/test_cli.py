@@ -94,3 +94,22 @@ def test_one_bad_file_does_not_stop_the_others(tmp_path, capsys):
     assert rc == EXIT_BAD_INPUT
     assert "error [corrupt_file]" in err and str(bad) in err
     assert json.loads((tmp_path / "o" / f"{good.pdf_path.stem}.json").read_text())["status"] == "succeeded"
+
+
+def test_parse_of_a_stream_bomb_fails_that_page_and_writes_the_others(tmp_path):
+    """The CLI used to read the bomb in its own process (and abort under an
+    address-space limit); now the page fails alone in its sandbox (exit 10)."""
+    from tests.ingest.files import good_page, pdf_with_pages, stream_bomb_page
+
+    bomb = pdf_with_pages(tmp_path / "bomb.pdf", [good_page(1), stream_bomb_page(320), good_page(3)])
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("limits: {worker_memory_mb: 128}\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "longdoc.cli", "parse", str(bomb), "-o", str(tmp_path / "o"), "--format", "txt",
+         "--config", str(cfg)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 10, proc.stderr
+    text = (tmp_path / "o" / "bomb.txt").read_text(encoding="utf-8")
+    assert "Good page 1 " in text and "Good page 3 " in text
+    assert "resource_limit" in proc.stderr or "resource_limit" in proc.stdout

@@ -6,7 +6,13 @@ dependencies (RapidOCR, ONNX Runtime) only when an engine loads.
 """
 
 from longdoc.engines.base import Engine, EngineCapabilities, PageImage, RecognizedPage
-from longdoc.engines.registry import EngineFactory, available_engines, get_engine, register_engine
+from longdoc.engines.registry import (
+    EngineFactory,
+    available_engines,
+    check_engine_name,
+    get_engine,
+    register_engine,
+)
 
 __all__ = [
     "Engine",
@@ -15,6 +21,7 @@ __all__ = [
     "PageImage",
     "RecognizedPage",
     "available_engines",
+    "check_engine_name",
     "get_engine",
     "register_engine",
 ]

@@ -59,13 +59,18 @@ def available_engines() -> list[str]:
     return sorted(_FACTORIES)
 
 
+def check_engine_name(name: str) -> str:
+    """``name`` if an engine of that name is registered; otherwise raises
+    :class:`UnknownEngine` listing the known names (cheap: builds nothing)."""
+    if name not in _FACTORIES:
+        known = ", ".join(available_engines())
+        raise UnknownEngine(f"Unknown engine {name!r}; known engines: {known}.", engine=name, known=available_engines())
+    return name
+
+
 def get_engine(name: str, settings: InferenceSettings) -> Engine:
     """Build the engine ``name`` (not loaded) configured from ``settings``.
 
     Raises :class:`UnknownEngine` listing the known names.
     """
-    factory = _FACTORIES.get(name)
-    if factory is None:
-        known = ", ".join(available_engines())
-        raise UnknownEngine(f"Unknown engine {name!r}; known engines: {known}.", engine=name, known=available_engines())
-    return factory(settings)
+    return _FACTORIES[check_engine_name(name)](settings)

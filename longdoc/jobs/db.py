@@ -15,6 +15,7 @@ an unusable URL as :class:`~longdoc.errors.ConfigError`.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -72,13 +73,22 @@ def _sqlite_engine(url: URL) -> Engine:
     else:
         path = Path(url.database).absolute()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            _private_file(path)
         except OSError as exc:
-            raise DatabaseUnavailable(f"Cannot create the database folder {path.parent}: {exc.strerror or exc}.") from exc
+            raise DatabaseUnavailable(f"Cannot create the database {path}: {exc.strerror or exc}.") from exc
         url = url.set(database=str(path))
     engine = create_engine(url, **kwargs)
     event.listen(engine, "connect", _sqlite_on_connect)
     return engine
+
+
+def _private_file(path: Path) -> None:
+    """Create the database file readable by this user only (it holds
+    webhook secrets); an existing one is made so. SQLite gives its -wal and
+    -shm files the database file's mode."""
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    os.chmod(path, 0o600)
 
 
 def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:

@@ -133,6 +133,10 @@ class Job(Base):
     timings: Mapped[dict[str, Any]] = mapped_column(default=dict)
     peak_rss_bytes: Mapped[int | None] = mapped_column(BigInteger)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    #: times the job was found running after its process died (the attempt cap counts these)
+    recoveries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    #: bytes stored for the job (original, then checkpoint and exports): the tenant quota sums these
+    stored_bytes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     queued_at: Mapped[datetime | None]
     started_at: Mapped[datetime | None]

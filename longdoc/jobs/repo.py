@@ -57,7 +57,7 @@ _CAS_TRIES = 5
 _REUSABLE = (JobState.QUEUED.value, JobState.RUNNING.value, JobState.SUCCEEDED.value)
 _FINISH_FIELDS = frozenset({
     "pages_total", "pages_done", "failed_pages", "error", "engine", "engine_version",
-    "timings", "peak_rss_bytes", "expires_at",
+    "timings", "peak_rss_bytes", "expires_at", "stored_bytes",
 })
 _PAGE_FIELDS = frozenset({"page", "status", "error", "text_source", "seconds"})
 
@@ -225,7 +225,7 @@ class JobRepo(_Repo):
                     size_bytes=size_bytes, sha256=sha256, options=options, options_hash=options_hash,
                     idempotency_key=idempotency_key, callback_url=callback_url, pages_total=pages_total,
                     pages_done=0, failed_pages=[], timings={}, attempts=0, cancel_requested=False,
-                    created_at=now, queued_at=now,
+                    created_at=now, queued_at=now, recoveries=0, stored_bytes=size_bytes,
                 )
                 s.add(job)
         except IntegrityError:
@@ -237,6 +237,14 @@ class JobRepo(_Repo):
                 raise
             return found
         return job, None
+
+    def find_reusable(self, tenant: str, idempotency_key: str | None, sha256: str,
+                      options_hash: str) -> Job | None:
+        """The job :meth:`create` would hand back for these values, if any
+        (raises IdempotencyKeyReused as it would)."""
+        with self._tx() as s:
+            found = self._find_reusable(s, tenant, idempotency_key, sha256, options_hash)
+        return found[0] if found is not None else None
 
     @staticmethod
     def _find_reusable(s: Session, tenant: str, idempotency_key: str | None, sha256: str,
@@ -331,6 +339,14 @@ class JobRepo(_Repo):
             depth = {lane: 0 for lane in LANES}
             depth.update({lane: n for lane, n in rows})
         return depth
+
+    def tenant_stored_bytes(self, tenant: str) -> int:
+        """Bytes stored for ``tenant``'s jobs whose data still exists (every
+        state but expired; deleted jobs have no row)."""
+        with self._tx() as s:
+            total = s.scalar(select(func.coalesce(func.sum(Job.stored_bytes), 0))
+                             .where(Job.tenant == tenant, Job.state != JobState.EXPIRED.value))
+        return int(total or 0)
 
     def counts_by_state(self) -> dict[str, int]:
         """Jobs per state, every state present."""
@@ -430,6 +446,25 @@ class JobRepo(_Repo):
         try:
             return self._transition(job_id, JobState.QUEUED, {
                 "attempts": Job.attempts + 1, "worker_id": None, "heartbeat_at": None,
+            }, no_cancel_request=True)
+        except _CancelRequested:
+            return self.finish(job_id, JobState.CANCELLED)
+
+    def recover(self, job_id: str, max_attempts: int, error: dict[str, Any]) -> Job | None:
+        """A job found running whose process died: back to the queue (as
+        :meth:`requeue`, counting a recovery), or, when this was its
+        ``max_attempts``-th start to die, failed with ``error``. A job
+        whose cancel was requested ends cancelled."""
+        job = self.get_any(job_id)
+        if job is None or job.state != JobState.RUNNING.value:
+            return job
+        if (job.recoveries or 0) + 1 >= max_attempts:
+            return self._transition(job_id, JobState.FAILED, self._finish_values({"error": error}) | {
+                "recoveries": Job.recoveries + 1, "worker_id": None}, only_from=JobState.RUNNING)
+        try:
+            return self._transition(job_id, JobState.QUEUED, {
+                "attempts": Job.attempts + 1, "recoveries": Job.recoveries + 1, "worker_id": None,
+                "heartbeat_at": None,
             }, no_cancel_request=True)
         except _CancelRequested:
             return self.finish(job_id, JobState.CANCELLED)

@@ -12,12 +12,10 @@ puts it back in the queue).
 from __future__ import annotations
 
 import logging
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import psutil
 
@@ -27,10 +25,11 @@ from longdoc.jobs.metrics import Metrics
 from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import JobState
 from longdoc.model import DocumentStatus, Page
-from longdoc.pipeline import ParseOptions, Pipeline
+from longdoc.pipeline import ParseOptions, ParseResult, Pipeline
 from longdoc.storage import keys
 from longdoc.storage.base import ObjectStore
 from longdoc.storage.checkpoint import StoreCheckpoint
+from longdoc.storage.scratch import ScratchDir
 
 log = logging.getLogger("longdoc.jobs")
 
@@ -108,10 +107,12 @@ class JobRunner:
         repo: JobRepo,
         store: ObjectStore,
         pipeline: Pipeline,
+        scratch: ScratchDir,
         metrics: Metrics | None = None,
         worker_id: str = "embedded",
     ) -> None:
         self.settings, self.repo, self.store, self.pipeline = settings, repo, store, pipeline
+        self.scratch = scratch
         self.metrics = metrics
         self.worker_id = worker_id
         self.shutting_down = threading.Event()
@@ -143,13 +144,13 @@ class JobRunner:
 
         log.info("job started", extra={"job_id": job_id, "tenant": tenant, "attempt": job.attempts})
         try:
-            with tempfile.TemporaryDirectory(prefix="longdoc-job-") as tmp:
-                original = Path(tmp) / _local_name(job.filename)   # the document keeps the uploaded name
+            with self.scratch.job(job_id) as tmp:
+                original = tmp / "original"   # a fixed local name; the uploaded name is metadata
                 with self.store.open_read(keys.original_key(tenant, job_id)) as src, open(original, "wb") as dst:
                     _copy(src, dst)
                 result = self.pipeline.parse(
-                    original, Path(tmp) / "out", options, progress=progress,
-                    checkpoint=checkpoint, stem="result", control=control,
+                    original, tmp / "out", options, progress=progress, checkpoint=checkpoint,
+                    stem="result", control=control, name=job.filename, owner=tenant,
                 )
                 for fmt, path in result.outputs.items():
                     self.store.put_file(keys.export_key(tenant, job_id, fmt), path)
@@ -169,7 +170,7 @@ class JobRunner:
         rss.sample()
         engine = self.pipeline.engine_name_version(options)
         return self._finish(
-            job_id, tenant, _STATE[result.status], t0, rss, error=None,
+            job_id, tenant, _STATE[result.status], t0, rss, error=_all_failed(result),
             failed_pages=result.failed_pages,
             timings={**{k: round(v, 4) for k, v in progress.stage_seconds.items()}, **result.timings},
             engine=engine[0], engine_version=engine[1],
@@ -178,13 +179,36 @@ class JobRunner:
     def _finish(self, job_id: str, tenant: str, state: JobState, t0: float, rss: _PeakRss, **fields) -> Finished:
         seconds = time.monotonic() - t0
         expires = datetime.now(UTC) + timedelta(hours=self.settings.service.retention_hours)
-        self.repo.finish(job_id, state, peak_rss_bytes=rss.peak, expires_at=expires, **fields)
+        self.repo.finish(job_id, state, peak_rss_bytes=rss.peak, expires_at=expires,
+                         stored_bytes=self._stored_bytes(tenant, job_id), **fields)
         if self.metrics is not None:
             self.metrics.jobs_finished.labels(state.value).inc()
             self.metrics.stage_seconds.labels("job").observe(seconds)
         log.info("job finished", extra={"job_id": job_id, "tenant": tenant, "state": state.value,
                                         "seconds": round(seconds, 3)})
         return Finished(job_id, state)
+
+
+    def _stored_bytes(self, tenant: str, job_id: str) -> int:
+        """What the job now holds in the store (its share of the tenant quota)."""
+        prefix = keys.job_prefix(tenant, job_id)
+        total = 0
+        for key in self.store.list(prefix):
+            try:
+                total += self.store.size(key)
+            except LongdocError:  # deleted meanwhile
+                continue
+        return total
+
+
+def _all_failed(result: ParseResult) -> dict | None:
+    """The job's error when every page failed: the first page's, saying so."""
+    if result.status is not DocumentStatus.FAILED or not result.errors:
+        return None
+    first = result.errors[0]
+    return {"code": first.code, "message": f"Every page failed ({len(result.failed_pages)}); page "
+            f"{first.page}: {first.message}", "hint": first.hint, "retryable": first.retryable,
+            "context": {"failed_pages": len(result.failed_pages)}}
 
 
 class _PeakRss:
@@ -204,12 +228,6 @@ class _PeakRss:
             except psutil.Error:
                 pass
         self.peak = max(self.peak, total)
-
-
-def _local_name(filename: str | None) -> str:
-    """The uploaded file name as a plain file name (``original`` when it is not one)."""
-    name = Path(filename or "").name
-    return name if name not in ("", ".", "..") else "original"
 
 
 def _copy(src, dst, chunk: int = 1 << 20) -> None:

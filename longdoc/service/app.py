@@ -1,10 +1,15 @@
-"""The FastAPI application: wiring, error translation, upload size guard.
+"""The FastAPI application: wiring, error translation, the upload gate.
 
 Errors are translated in exactly one place (:func:`_longdoc_error`): every
 :class:`~longdoc.errors.LongdocError` becomes ``{"error": {code, message,
 hint, retryable, context}}`` with its HTTP status (and ``Retry-After`` when
-it has one). Request validation errors become 422 ``invalid_request``;
+it has one). Request validation errors become 422 ``invalid_request``; a
+body that is not valid multipart on an upload path 400 ``invalid_upload``;
 anything unexpected becomes a logged 500 ``internal_error`` without details.
+
+Uploads pass :class:`UploadGate` before the application reads a byte of
+their body: the API key is checked first (401 or 429 without reading the
+body, and the connection closed), then the declared size (413).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import uuid
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -21,9 +27,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from longdoc import __version__
 from longdoc.config import Settings
-from longdoc.errors import LongdocError, UploadTooLarge
+from longdoc.errors import InvalidUpload, LongdocError, UploadTooLarge
 from longdoc.service.container import Container
-from longdoc.service.deps import RateLimiter
+from longdoc.service.deps import AUTHENTICATED_KEY
 from longdoc.service.routes import admin, jobs, ops
 
 log = logging.getLogger("longdoc.service")
@@ -37,7 +43,6 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
     async def lifespan(app: FastAPI):
         c = container or Container(settings)
         app.state.container = c
-        app.state.rate_limiter = RateLimiter(settings.service.rate_limit_per_minute)
         c.start()
         log.info("service started", extra={"version": __version__, "port": settings.service.port})
         try:
@@ -58,14 +63,18 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected)
     limit = settings.limits.max_upload_mb * 2**20 + MULTIPART_OVERHEAD
-    app.add_middleware(UploadSizeGuard, max_body_bytes=limit, max_upload_mb=settings.limits.max_upload_mb)
+    app.add_middleware(UploadGate, max_body_bytes=limit, max_upload_mb=settings.limits.max_upload_mb)
     return app
 
 
-def error_response(exc: LongdocError) -> JSONResponse:
+def error_response(exc: LongdocError, *, close: bool = False) -> JSONResponse:
+    """The JSON error body with its status (``close``: end the connection
+    after it, for a request whose body is left unread)."""
     headers = {}
     if "retry_after" in exc.context:
         headers["Retry-After"] = str(exc.context["retry_after"])
+    if close:
+        headers["Connection"] = "close"
     return JSONResponse(status_code=exc.http_status, content={"error": exc.to_dict()}, headers=headers)
 
 
@@ -89,6 +98,8 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and request.url.path in UPLOAD_PATHS:  # the multipart body did not parse
+        return await _longdoc_error(request, InvalidUpload(f"The upload is not valid multipart/form-data ({exc.detail})."))
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
     body = {"code": code, "message": str(exc.detail), "hint": "See the OpenAPI description at /docs.",
             "retryable": False, "context": {}}
@@ -103,10 +114,16 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(status_code=500, content={"error": body})
 
 
-class UploadSizeGuard:
-    """Refuses an upload over the limit with 413 *before* reading its body
-    when it declares a Content-Length, and stops reading it as soon as the
-    limit is passed when it does not (chunked)."""
+class UploadGate:
+    """Guards the upload paths before the application reads their body:
+
+    1. authenticates the API key (the key goes to ``scope["state"]`` for the
+       route's dependency); a missing or wrong key is answered 401 (or 429
+       when the address failed too often) with ``Connection: close``,
+       without reading the body;
+    2. refuses a declared ``Content-Length`` over the limit with 413;
+    3. cuts a chunked body off once it passes the limit (413).
+    """
 
     def __init__(self, app: ASGIApp, max_body_bytes: int, max_upload_mb: int) -> None:
         self.app, self.max_body_bytes, self.max_upload_mb = app, max_body_bytes, max_upload_mb
@@ -115,15 +132,32 @@ class UploadSizeGuard:
         if scope["type"] != "http" or scope.get("method") != "POST" or scope.get("path") not in UPLOAD_PATHS:
             await self.app(scope, receive, send)
             return
-        declared = dict(scope.get("headers") or []).get(b"content-length")
+        headers = dict(scope.get("headers") or [])
+        try:
+            await self._authenticate(scope, headers)
+        except LongdocError as exc:
+            await _metered(scope, exc)
+            await error_response(exc, close=True)(scope, _no_receive, send)
+            return
+        declared = headers.get(b"content-length")
         if declared is not None:
             try:
                 too_big = int(declared) > self.max_body_bytes
             except ValueError:
                 too_big = False
             if too_big:
-                await self._refuse(send)
+                await self._refuse(scope, send)
                 return
+        await self._guarded(scope, receive, send)
+
+    async def _authenticate(self, scope: Scope, headers: dict[bytes, bytes]) -> None:
+        container = scope["app"].state.container
+        authorization = headers.get(b"authorization", b"").decode("latin-1")
+        client = scope["client"][0] if scope.get("client") else None
+        key = await run_in_threadpool(container.auth.authenticate, authorization, client)
+        scope.setdefault("state", {})[AUTHENTICATED_KEY] = key
+
+    async def _guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
         seen = 0
         over = False
         refused = False
@@ -148,13 +182,21 @@ class UploadSizeGuard:
                 await send(message)
             elif not refused and message["type"] == "http.response.start":
                 refused = True
-                await self._refuse(send)
+                await self._refuse(scope, send)
 
         await self.app(scope, guarded_receive, guarded_send)
 
-    async def _refuse(self, send: Send) -> None:
+    async def _refuse(self, scope: Scope, send: Send) -> None:
         exc = UploadTooLarge(f"The upload is larger than {self.max_upload_mb} MB.", limit_mb=self.max_upload_mb)
-        await error_response(exc)({"type": "http"}, _no_receive, send)
+        await _metered(scope, exc)
+        await error_response(exc, close=True)(scope, _no_receive, send)
+
+
+async def _metered(scope: Scope, exc: LongdocError) -> None:
+    container = getattr(scope["app"].state, "container", None)
+    if container is not None:
+        container.metrics.errors.labels(exc.code).inc()
+    log.info("request refused", extra={"code": exc.code, "status": exc.http_status, "path": scope.get("path")})
 
 
 async def _no_receive() -> Message:

@@ -6,7 +6,6 @@ sender, metrics and the readiness state. Routes reach it through
 from __future__ import annotations
 
 import logging
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -14,6 +13,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from longdoc.config import Settings
+from longdoc.engines import check_engine_name
+from longdoc.errors import LongdocError, TooManyAttempts
 from longdoc.jobs import db
 from longdoc.jobs.dispatch import EmbeddedDispatcher
 from longdoc.jobs.metrics import Metrics
@@ -22,9 +23,11 @@ from longdoc.jobs.runner import JobRunner
 from longdoc.jobs.states import JobState
 from longdoc.jobs.webhooks import WebhookSender
 from longdoc.pipeline import ParseOptions, Pipeline
+from longdoc.service.auth import Authenticator
 from longdoc.service.jobs_service import JobService
 from longdoc.storage import keys
 from longdoc.storage.factory import store_from_url
+from longdoc.storage.scratch import ScratchDir
 
 log = logging.getLogger("longdoc.service")
 
@@ -49,16 +52,22 @@ class Container:
         sessions = db.session_factory(self.db_engine)
         self.jobs = JobRepo(sessions, retention=timedelta(hours=settings.service.retention_hours))
         self.keys = KeyRepo(sessions)
+        admin = settings.service.admin_token
+        self.auth = Authenticator(self.keys, rate_per_minute=settings.service.rate_limit_per_minute,
+                                  failures_per_minute=settings.service.auth_failures_per_minute,
+                                  admin_token=admin.get_secret_value() if admin else None)
         self.store = store_from_url(settings.storage.url)
+        self.scratch = ScratchDir(settings.service.work_dir)
         self.pipeline = Pipeline(settings)
-        self.runner = JobRunner(settings, self.jobs, self.store, self.pipeline, self.metrics)
+        self.runner = JobRunner(settings, self.jobs, self.store, self.pipeline, self.scratch, self.metrics)
         self.dispatcher = EmbeddedDispatcher(
             self.run_job, settings.service.max_concurrency, settings.service.max_queued,
             on_stop=self.runner.shutting_down.set,
         )
         self.webhooks = WebhookSender(record=self._record_delivery, max_attempts=settings.service.webhook_max_attempts,
                                       allow_private=settings.service.allow_private_callbacks)
-        self.service = JobService(settings, self.jobs, self.store, self.dispatcher, on_finished=self.notify_finished)
+        self.service = JobService(settings, self.jobs, self.store, self.dispatcher, self.scratch,
+                                  on_finished=self.notify_finished)
         self.readiness = Readiness()
         self._stop = threading.Event()
         self._install_metrics()
@@ -67,9 +76,11 @@ class Container:
 
     def start(self) -> None:
         """Recover interrupted work, start the workers, warm up, retain."""
+        removed = self.scratch.clear()   # copies left by a killed process
+        if removed:
+            log.info("work folder cleared", extra={"entries": removed})
         for job_id in self.jobs.running_ids():   # this process is the only worker: any "running" row is orphaned
-            self.jobs.requeue(job_id)
-            log.info("job recovered after restart", extra={"job_id": job_id})
+            self._recover(job_id)
         self.dispatcher.start()
         for job_id in self.jobs.queued_ids():
             job = self.jobs.get_any(job_id)
@@ -77,6 +88,20 @@ class Container:
                 self.dispatcher.submit(job.id, job.lane, job.priority)
         threading.Thread(target=self._warm_up, name="longdoc-warmup", daemon=True).start()
         threading.Thread(target=self._retention_loop, name="longdoc-retention", daemon=True).start()
+
+    def _recover(self, job_id: str) -> None:
+        """Requeue a job whose process died while running it, unless that
+        was its ``service.max_attempts``-th start (then it fails)."""
+        max_attempts = self.settings.service.max_attempts
+        error = TooManyAttempts(f"The service stopped while running this job {max_attempts} time(s).",
+                                attempts=max_attempts).to_dict()
+        job = self.jobs.recover(job_id, max_attempts, error)
+        if job is None:
+            return
+        log.info("job recovered after restart", extra={"job_id": job_id, "state": job.state,
+                                                       "recoveries": job.recoveries})
+        if JobState(job.state).terminal:
+            self.notify_finished(job_id)
 
     def begin_shutdown(self) -> None:
         """The first reaction to SIGTERM; only sets flags, so it is safe in a
@@ -114,7 +139,7 @@ class Container:
             self.readiness.warmed_up = True
             return
         try:
-            with tempfile.TemporaryDirectory(prefix="longdoc-warmup-") as tmp:
+            with self.scratch.upload() as tmp:
                 opts = ParseOptions.from_settings(self.settings, pages=WARMUP_PAGE, ocr="force", formats=("txt",))
                 result = self.pipeline.parse(SAMPLE, tmp, opts)
                 if result.failed_pages:
@@ -160,8 +185,20 @@ class Container:
         except Exception as exc:
             checks["storage"] = False
             checks["storage_error"] = type(exc).__name__
-        checks["engine"] = self.settings.inference.engine in self.pipeline.loaded_engines()
+        checks["engine"] = self._engine_ready()
         return checks
+
+    def _engine_ready(self) -> bool:
+        """With warm-up, the engine has run a real page; without it, the
+        engine is known (it loads on the first job)."""
+        name = self.settings.inference.engine
+        if self.settings.service.warmup:
+            return name in self.pipeline.loaded_engines()
+        try:
+            check_engine_name(name)
+        except LongdocError:
+            return False
+        return True
 
     def _install_metrics(self) -> None:
         m = self.metrics

@@ -7,12 +7,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import tempfile
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
@@ -25,10 +25,13 @@ from longdoc.errors import (
     JobNotFound,
     PageNotFound,
     PageNotReady,
+    QuotaExceeded,
     TooManyPages,
     UploadTooLarge,
 )
-from longdoc.ingest import open_document, parse_page_range
+from longdoc.engines import check_engine_name
+from longdoc.ingest import parse_page_range
+from longdoc.ingest.sandbox import open_sandboxed
 from longdoc.jobs.dispatch import EmbeddedDispatcher
 from longdoc.jobs.models import ApiKey, Job
 from longdoc.jobs.repo import JobRepo
@@ -40,6 +43,7 @@ from longdoc.service.schemas import JobLinks, JobOptions, JobPublic
 from longdoc.storage import keys
 from longdoc.storage.base import ObjectStore
 from longdoc.storage.checkpoint import StoreCheckpoint
+from longdoc.storage.scratch import ScratchDir
 
 log = logging.getLogger("longdoc.service")
 
@@ -55,11 +59,14 @@ class Submitted:
 
 class JobService:
     def __init__(self, settings: Settings, repo: JobRepo, store: ObjectStore, dispatcher: EmbeddedDispatcher,
-                 on_finished: Callable[[str], None] | None = None) -> None:
+                 scratch: ScratchDir, on_finished: Callable[[str], None] | None = None) -> None:
         """``on_finished(job_id)`` is called when this service itself ends a
         job (a queued job cancelled before it ran); the runner announces the rest."""
         self.settings, self.repo, self.store, self.dispatcher = settings, repo, store, dispatcher
+        self.scratch = scratch
         self.on_finished = on_finished
+        #: admission (queue room, quota, dedupe, create, enqueue) is one step
+        self._admission = threading.Lock()
 
     # -- submit --------------------------------------------------------------
 
@@ -77,17 +84,27 @@ class JobService:
     ) -> Submitted:
         """Validate and accept an upload. Raises input/limit errors before
         anything is stored; returns the existing job for a repeated
-        idempotency key or the same document with the same options."""
+        idempotency key or the same document with the same options.
+
+        The upload is spooled to the work folder and opened only in a
+        sandbox process (type, page count, encryption, limits); this
+        process never parses it. Admission is atomic: ``service.max_queued``
+        and ``limits.tenant_storage_mb`` are exact bounds, and concurrent
+        identical uploads make one job."""
         options = parse_options(options_json)
         if ensure_format is not None and ensure_format not in options.formats:
             options.formats.append(ensure_format)  # type: ignore[arg-type]
+        parse_opts = self._parse_options(options)
+        check_engine_name(parse_opts.engine)
         if options.callback_url:
             check_target(options.callback_url, allow_private=self.settings.service.allow_private_callbacks)
         self.dispatcher.check_room()
-        with tempfile.TemporaryDirectory(prefix="longdoc-upload-") as tmp:
-            path = Path(tmp) / "upload"
+        name = safe_name(filename)
+        with self.scratch.upload() as tmp:
+            path = tmp / "upload"
             size, sha256 = self._spool(upload, path)
-            with open_document(path, self.settings.limits) as source:      # type, limits, encryption…
+            self._check_quota(key.tenant, size)
+            with open_sandboxed(path, self.settings.limits, name=name) as source:   # type, limits, encryption…
                 selected = parse_page_range(options.pages, source.page_count)
                 media_type, page_count = source.media_type, source.page_count
             if max_pages is not None and len(selected) > max_pages:
@@ -96,29 +113,54 @@ class JobService:
                     hint="Submit it as a job with POST /v1/jobs, or select fewer pages.",
                     limit=max_pages, pages=len(selected),
                 )
-            parse_opts = self._parse_options(options)
             opts = parse_opts.public()
             opts_hash = hashlib.sha256(json.dumps(opts, sort_keys=True).encode()).hexdigest()
             job_id = uuid.uuid4().hex
             self.store.put_file(keys.original_key(key.tenant, job_id), path)
         lane = "short" if len(selected) <= self.settings.service.short_doc_pages else "long"
         try:
-            job, existing = self.repo.create(
-                id=job_id, tenant=key.tenant, api_key_id=key.id, filename=_safe_name(filename),
-                media_type=media_type, size_bytes=size, sha256=sha256, options=opts, options_hash=opts_hash,
-                idempotency_key=idempotency_key, callback_url=options.callback_url,
-                priority=min(9, options.priority + priority_boost), lane=lane, pages_total=len(selected),
-            )
+            with self._admission:
+                job, existing = self._admit(
+                    id=job_id, tenant=key.tenant, api_key_id=key.id, filename=name,
+                    media_type=media_type, size_bytes=size, sha256=sha256, options=opts, options_hash=opts_hash,
+                    idempotency_key=idempotency_key, callback_url=options.callback_url,
+                    priority=min(9, options.priority + priority_boost), lane=lane, pages_total=len(selected),
+                )
         except BaseException:
             self.store.delete(keys.original_key(key.tenant, job_id))  # nothing accepted: leave nothing behind
             raise
         if existing:
             self.store.delete(keys.original_key(key.tenant, job_id))
         else:
-            self.dispatcher.submit(job.id, job.lane, job.priority)
             log.info("job accepted", extra={"job_id": job.id, "tenant": key.tenant, "pages": len(selected),
                                             "page_count": page_count, "lane": lane, "bytes": size})
         return Submitted(self.public(job), existing)
+
+    def _admit(self, **fields: Any) -> tuple[Job, bool]:
+        """Under the admission lock: the existing job for this request, or
+        a new one if the queue has room and the tenant's quota allows it."""
+        found = self.repo.find_reusable(fields["tenant"], fields["idempotency_key"], fields["sha256"],
+                                        fields["options_hash"])
+        if found is not None:
+            return found, True
+        self.dispatcher.check_room()
+        self._check_quota(fields["tenant"], fields["size_bytes"])
+        job, reused = self.repo.create(**fields)
+        if reused is None:
+            self.dispatcher.submit(job.id, job.lane, job.priority)
+        return job, reused is not None
+
+    def _check_quota(self, tenant: str, upload_bytes: int) -> None:
+        quota_mb = self.settings.limits.tenant_storage_mb
+        if quota_mb is None:
+            return
+        used = self.repo.tenant_stored_bytes(tenant)
+        if used + upload_bytes > quota_mb * 2**20:
+            raise QuotaExceeded(
+                f"Tenant {tenant!r} stores {used / 2**20:.1f} MB; this upload of {upload_bytes / 2**20:.1f} MB "
+                f"would pass the quota of {quota_mb} MB.",
+                used_mb=round(used / 2**20, 1), upload_mb=round(upload_bytes / 2**20, 1), quota_mb=quota_mb,
+            )
 
     def _spool(self, upload: BinaryIO, path: Path) -> tuple[int, str]:
         limit = self.settings.limits.max_upload_mb * 2**20
@@ -215,6 +257,7 @@ class JobService:
                 self.on_finished(current.id)  # it never ran, so no runner will announce it
             return self.public(current)
         self.store.delete_prefix(keys.job_prefix(job.tenant, job.id))
+        self.scratch.remove_job(job.id)
         self.repo.delete(job.id)
         log.info("job deleted", extra={"job_id": job.id, "tenant": key.tenant})
         return None
@@ -234,9 +277,27 @@ def parse_options(options_json: str | None) -> JobOptions:
         raise InvalidOption(f"Invalid options: {problems}", hint="`options` is a JSON object; see /docs.") from exc
 
 
-def _safe_name(filename: str) -> str:
-    name = Path(filename or "upload").name.replace("\x00", "")
-    return name[:255] or "upload"
+#: the longest stored file name, in UTF-8 bytes (what file systems allow)
+MAX_NAME_BYTES = 255
+
+
+def safe_name(filename: str | None) -> str:
+    """The upload's name as metadata: its last path segment without control
+    characters, cut to :data:`MAX_NAME_BYTES` UTF-8 bytes on a character
+    boundary (the extension kept when it fits); ``upload`` when nothing is
+    left. It is never used as a file name on disk."""
+    raw = (filename or "").replace("\\", "/").rsplit("/", 1)[-1]
+    name = "".join(ch for ch in raw if ch.isprintable()).strip()
+    if name in ("", ".", ".."):
+        return "upload"
+    encoded = name.encode("utf-8", "replace")
+    if len(encoded) <= MAX_NAME_BYTES:
+        return name
+    stem, dot, ext = name.rpartition(".")
+    tail = f".{ext}" if dot and stem and len(ext.encode()) <= 16 else ""
+    room = MAX_NAME_BYTES - len(tail.encode("utf-8", "replace"))
+    head = (name[: -len(tail)] if tail else name).encode("utf-8", "replace")[:room].decode("utf-8", "ignore")
+    return head + tail
 
 
 def _chunks(f: BinaryIO) -> Iterator[bytes]:

@@ -6,7 +6,8 @@ then ``os.replace``-d into place and the folder fsynced: a reader sees the
 old object or the complete new one, and a crash leaves at most a temporary
 file that :meth:`LocalStore.list` never reports. Folders are created on
 demand and left in place when emptied (harmless; ``delete_prefix`` removes
-its whole folder).
+its whole folder). The store is private to the service whatever the umask:
+folders are created 0700 and objects 0600.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from longdoc.storage.base import check_key, check_prefix
 CHUNK_BYTES = 1 << 20
 _TMP_PREFIX = ".tmp-"
 _MISSING = (errno.ENOENT, errno.ENOTDIR)
+_DIR_MODE = 0o700
+_FILE_MODE = 0o600
 
 
 class LocalStore:
@@ -37,7 +40,7 @@ class LocalStore:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).absolute()
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            self.root.mkdir(parents=True, exist_ok=True, mode=_DIR_MODE)
         except OSError as exc:
             raise _storage_error(f"Cannot create the storage folder {self.root}", exc) from exc
 
@@ -76,8 +79,8 @@ class LocalStore:
         target = self._path(key)
         tmp = target.with_name(f"{_TMP_PREFIX}{uuid.uuid4().hex}")
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            f = open(tmp, "xb")
+            target.parent.mkdir(parents=True, exist_ok=True, mode=_DIR_MODE)
+            f = os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _FILE_MODE), "wb")
         except OSError as exc:
             raise _storage_error(f"Cannot write object {key!r}", exc) from exc
         try:

@@ -14,12 +14,14 @@ from longdoc.service.schemas import Readiness
 router = APIRouter(tags=["operations"])
 
 
+@router.head("/healthz", include_in_schema=False)
 @router.get("/healthz")
 def healthz() -> dict[str, str]:
     """Alive (the process answers)."""
     return {"status": "ok", "version": __version__}
 
 
+@router.head("/readyz", include_in_schema=False)
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
 async def readyz(container: ContainerDep):
     """Ready only after warm-up ran a real page through the engine, and while

@@ -1,0 +1,85 @@
+"""Local scratch space for documents being accepted or parsed.
+
+The service keeps its temporary copies under ``service.work_dir`` (default
+``./data/work``), never in the system's ``/tmp``: the folder is private
+(mode 0700), emptied when the service starts (nothing in it belongs to a
+live job then: the owner of the last copies was killed), and a job's copy
+is removed when the job ends or is deleted::
+
+    WORK/upload-<random>/upload     an upload being spooled and checked
+    WORK/job-<job id>/original      the document of a running job
+    WORK/job-<job id>/out/          its exports before they go to the store
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from longdoc.errors import StorageError
+from longdoc.storage.keys import check_job_id
+
+
+class ScratchDir:
+    """Scratch folders under ``root`` (created 0700; a relative root is
+    resolved against the current directory once, here). Raises
+    :class:`StorageError` when the folder cannot be created."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).absolute()
+        try:
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self.root.chmod(0o700)
+        except OSError as exc:
+            raise StorageError(f"Cannot create the work folder {self.root} ({exc.strerror or exc}).") from exc
+
+    def clear(self) -> int:
+        """Remove everything inside (at start-up); returns how many entries went."""
+        removed = 0
+        for entry in self.root.iterdir():
+            _remove(entry)
+            removed += 1
+        return removed
+
+    @contextmanager
+    def upload(self) -> Iterator[Path]:
+        """A fresh private folder for one upload, removed afterwards."""
+        with self._folder(f"upload-{uuid.uuid4().hex}") as path:
+            yield path
+
+    @contextmanager
+    def job(self, job_id: str) -> Iterator[Path]:
+        """The job's folder (emptied first), removed afterwards."""
+        with self._folder(f"job-{check_job_id(job_id)}") as path:
+            yield path
+
+    def remove_job(self, job_id: str) -> None:
+        """Remove what a job left here (a deleted job's copy)."""
+        _remove(self.root / f"job-{check_job_id(job_id)}")
+
+    def entries(self) -> list[str]:
+        """Names of the folders here now (for tests and diagnostics)."""
+        return sorted(p.name for p in self.root.iterdir())
+
+    @contextmanager
+    def _folder(self, name: str) -> Iterator[Path]:
+        path = self.root / name
+        _remove(path)
+        try:
+            path.mkdir(mode=0o700)
+        except OSError as exc:
+            raise StorageError(f"Cannot create {path} ({exc.strerror or exc}).") from exc
+        try:
+            yield path
+        finally:
+            _remove(path)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
