@@ -24,6 +24,11 @@ Limits and what trips them:
   step fails that page alone (the next step starts a fresh child, which
   reopens the document); the opening step refuses the document.
 
+A rendered page's pixels travel in a memory file (``memfd``) whose
+descriptor is passed over the pipe, not through it: one copy on each side
+instead of pickling 12 MB per A4 page at 200 dpi (measured: 78 → 43 ms a
+render round trip, against 23 ms in process).
+
 The child dies with the process that owns it (:func:`longdoc.procs.die_with`)
 and the memory it used goes back to the system with it. One source serves
 one thread at a time (a lock guards the pipe).
@@ -32,20 +37,24 @@ one thread at a time (a lock guards the pipe).
 from __future__ import annotations
 
 import logging
+import mmap
 import os
 import signal
 import threading
 import time
 from pathlib import Path
 from types import TracebackType
+from multiprocessing import reduction
 from typing import Any, Self
+
+from PIL import Image
 
 from longdoc import procs
 from longdoc.config import LimitSettings
 from longdoc.errors import LongdocError, ResourceLimit
 from longdoc.ingest.open import open_document
 from longdoc.ingest.source import DocumentSource, RenderedPage
-from longdoc.model import Line
+from longdoc.model import BBox, Line
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +96,8 @@ class SandboxedSource:
         return self._call("render", page, dpi)
 
     def text_layer(self, page: int) -> list[Line] | None:
-        return self._call("text_layer", page)
+        rows = self._call("text_layer", page)
+        return None if rows is None else [_line(row) for row in rows]
 
     def close(self) -> None:
         """Stop the child (asking first, killing after a short wait). Idempotent."""
@@ -145,6 +155,8 @@ class SandboxedSource:
             status, value = "died", None
         if status == "ok":
             return value
+        if status == "pixels":
+            return self._pixels(value)
         if status == "bug":  # the caller asked for something invalid (a page out of range)
             raise ValueError(value)
         if status == "error":
@@ -158,6 +170,16 @@ class SandboxedSource:
         how = self._stop(ask=False)
         raise _limit(page, f"{step} needed more memory than the sandbox allows (limits.worker_memory_mb = "
                            f"{self.limits.worker_memory_mb}; the sandbox was {how})", time.monotonic() - t0)
+
+    def _pixels(self, meta: dict[str, Any]) -> RenderedPage:
+        """The rendered page whose pixels follow as a memory file descriptor."""
+        fd = reduction.recv_handle(self._conn)
+        try:
+            with mmap.mmap(fd, meta["nbytes"], prot=mmap.PROT_READ) as pixels:
+                image = Image.frombytes("RGB", meta["size"], pixels)
+        finally:
+            os.close(fd)
+        return RenderedPage(page=meta["page"], image=image, dpi=meta["dpi"], downscaled=meta["downscaled"])
 
     def _stop(self, *, ask: bool) -> str:
         """End the current child; returns how it ended (for messages)."""
@@ -240,6 +262,11 @@ def _answer(conn: Any, source: DocumentSource) -> None:
             raise ValueError(f"unknown sandbox method {method!r}")
         try:
             value = getattr(source, method)(page, *args)
+            if method == "render":
+                _send_pixels(conn, value)
+                continue
+            if method == "text_layer" and value is not None:
+                value = [_row(line) for line in value]
         except LongdocError as exc:
             conn.send(("error", exc))
             continue
@@ -251,3 +278,33 @@ def _answer(conn: Any, source: DocumentSource) -> None:
                                              "sandbox allows (limits.worker_memory_mb)", 0.0)))
             return
         conn.send(("ok", value))
+
+
+def _send_pixels(conn: Any, rendered: RenderedPage) -> None:
+    """Send a rendered page as its facts, then its RGB pixels in a memory
+    file whose descriptor crosses the pipe."""
+    data = rendered.image.tobytes()
+    fd = os.memfd_create("longdoc-page", os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        meta = {"page": rendered.page, "dpi": rendered.dpi, "downscaled": rendered.downscaled,
+                "size": rendered.image.size, "nbytes": len(data)}
+        conn.send(("pixels", meta))
+        reduction.send_handle(conn, fd, os.getppid())
+    finally:
+        os.close(fd)
+
+
+def _row(line: Line) -> tuple[str, float, float, float, float, float, int]:
+    """A line as plain values (pickling pydantic models costs ~3 ms a page)."""
+    box = line.bbox
+    return (line.text, box.x0, box.y0, box.x1, box.y1, line.confidence, line.page)
+
+
+def _line(row: tuple[str, float, float, float, float, float, int]) -> Line:
+    """Back from :func:`_row`; the values were validated in the child."""
+    text, x0, y0, x1, y1, confidence, page = row
+    return Line.model_construct(text=text, bbox=BBox.model_construct(x0=x0, y0=y0, x1=x1, y1=y1),
+                                confidence=confidence, page=page)

@@ -22,7 +22,7 @@ def render_page(source: DocumentSource, number: int, dpi: float) -> PageImage:
     page-level errors (e.g. PageRenderFailed, ImageTooLarge)."""
     rendered = source.render(number, dpi)
     width_pt, height_pt = source.page_size(number)
-    image = np.asarray(rendered.image.convert("RGB"))
+    image = np.asarray(rendered.image if rendered.image.mode == "RGB" else rendered.image.convert("RGB"))
     rendered.image.close()
     return PageImage(page=number, image=image, dpi=rendered.dpi, width_pt=width_pt, height_pt=height_pt,
                      downscaled=rendered.downscaled)
