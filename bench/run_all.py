@@ -1,0 +1,30 @@
+"""`make bench`: every benchmark script with the arguments the README quotes,
+one after another (each prints its own ratios against a baseline from the
+same run). Takes several minutes; the dev-set CER table needs ../shared."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RUNS = [
+    ["pipeline_vs_bare.py", "--pages", "12", "--rounds", "2"],
+    ["memory.py"],
+    ["sandbox.py"],
+    ["cer_devset.py", "--max-pages", "20"],
+    ["service_load.py", "--clients", "8", "--per-client", "4", "--scans", "4", "--jobs", "0"],
+]
+
+
+def main() -> int:
+    worst = 0
+    for args in RUNS:
+        print(f"\n$ python bench/{' '.join(args)}", flush=True)
+        worst = max(worst, subprocess.call([sys.executable, str(HERE / args[0]), *args[1:]], cwd=HERE.parent))
+    return worst
+
+
+if __name__ == "__main__":
+    sys.exit(main())
