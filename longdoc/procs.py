@@ -30,7 +30,10 @@ log = logging.getLogger(__name__)
 #: Modules the fork server imports before it forks helpers (missing ones are
 #: skipped by multiprocessing). Third-party libraries with thread pools
 #: (ONNX Runtime sessions) are only *imported* here; they start threads
-#: after the fork, in each helper.
+#: after the fork, in each helper. ``longdoc.cli`` is here because
+#: multiprocessing re-runs the parent's main module in every child (as
+#: ``__mp_main__``): with its imports preloaded that costs milliseconds, not
+#: the ~150 ms of importing typer, rich and the pipeline per sandbox.
 FORKSERVER_PRELOAD = (
     "numpy",
     "PIL.Image",
@@ -39,6 +42,7 @@ FORKSERVER_PRELOAD = (
     "rapidocr.main",
     "longdoc.engines.rapidocr_worker",
     "longdoc.ingest.sandbox",
+    "longdoc.cli",
 )
 
 _PR_SET_PDEATHSIG = 1
