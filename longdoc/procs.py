@@ -30,10 +30,12 @@ log = logging.getLogger(__name__)
 #: Modules the fork server imports before it forks helpers (missing ones are
 #: skipped by multiprocessing). Third-party libraries with thread pools
 #: (ONNX Runtime sessions) are only *imported* here; they start threads
-#: after the fork, in each helper. ``longdoc.cli`` is here because
-#: multiprocessing re-runs the parent's main module in every child (as
-#: ``__mp_main__``): with its imports preloaded that costs milliseconds, not
-#: the ~150 ms of importing typer, rich and the pipeline per sandbox.
+#: after the fork, in each helper. The CLI's imports are here because
+#: multiprocessing re-runs the parent's main module (``python -m longdoc.cli``)
+#: in every child, as ``__mp_main__``: with them preloaded that costs
+#: milliseconds, not the ~150 ms of importing typer, rich and the pipeline per
+#: sandbox. (``longdoc.cli`` itself is not preloaded: runpy warns when the
+#: module it re-runs is already imported.)
 FORKSERVER_PRELOAD = (
     "numpy",
     "PIL.Image",
@@ -42,7 +44,10 @@ FORKSERVER_PRELOAD = (
     "rapidocr.main",
     "longdoc.engines.rapidocr_worker",
     "longdoc.ingest.sandbox",
-    "longdoc.cli",
+    "typer",
+    "longdoc.cli_progress",
+    "longdoc.cli_service",
+    "longdoc.pipeline",
 )
 
 _PR_SET_PDEATHSIG = 1
