@@ -13,7 +13,8 @@ Fixtures:
   shared by every test that does not need special settings;
 - ``start_server`` (function): a factory for dedicated servers
   (``start_server(backend="sqlite", **{section: {key: value}})``), all
-  stopped at teardown;
+  stopped at teardown; they skip the warm-up unless a test asks for it
+  (``service={"warmup": True}``), so the first OCR job loads the engine;
 - ``pg_url_factory`` (session): fresh PostgreSQL databases on
   127.0.0.1:5432 (user postgres, trust), dropped at the end; the tests that
   need one are skipped with the reason when the server is unreachable;
@@ -270,6 +271,7 @@ def start_server(request, tmp_path):
     def start(backend: str = "sqlite", start: bool = True, **overrides: dict[str, Any]) -> Server:
         root = tmp_path / f"server-{len(started)}"
         root.mkdir()
+        overrides = deep_merge({"service": {"warmup": False}}, overrides)
         srv = Server(root, database_url(request, backend), **overrides)
         started.append(srv)
         return srv.start() if start else srv
