@@ -39,6 +39,7 @@ from __future__ import annotations
 import logging
 import mmap
 import os
+import queue
 import signal
 import threading
 import time
@@ -182,23 +183,51 @@ class SandboxedSource:
         return RenderedPage(page=meta["page"], image=image, dpi=meta["dpi"], downscaled=meta["downscaled"])
 
     def _stop(self, *, ask: bool) -> str:
-        """End the current child; returns how it ended (for messages)."""
+        """End the current child; returns how it ended (for messages).
+        ``ask``: tell it to exit and let :func:`_reap` wait for it (the
+        caller does not); otherwise kill it now."""
         proc, conn = self._proc, self._conn
         self._proc = self._conn = None
         if proc is None:
             return "not running"
-        if ask and conn is not None:
+        if ask:
             try:
                 conn.send(None)
             except OSError:
                 pass
-            proc.join(_CLOSE_WAIT_S)
-        if proc.is_alive():
-            proc.kill()
-        proc.join()
-        if conn is not None:
             conn.close()
+            _reap(proc)
+            return "asked to exit"
+        proc.kill()
+        proc.join()
+        conn.close()
         return _how(proc.exitcode)
+
+
+_closing: queue.SimpleQueue[tuple[Any, float]] = queue.SimpleQueue()
+_reaper_started = False
+_reaper_lock = threading.Lock()
+
+
+def _reap(proc: Any) -> None:
+    """Wait for a child asked to exit (up to :data:`_CLOSE_WAIT_S`, then kill
+    it) on a background thread, so closing a source costs its caller nothing."""
+    global _reaper_started
+    with _reaper_lock:
+        if not _reaper_started:
+            threading.Thread(target=_reaper, name="longdoc-sandbox-reaper", daemon=True).start()
+            _reaper_started = True
+    _closing.put((proc, time.monotonic() + _CLOSE_WAIT_S))
+
+
+def _reaper() -> None:
+    while True:
+        proc, deadline = _closing.get()
+        proc.join(max(0.0, deadline - time.monotonic()))
+        if proc.is_alive():
+            log.warning("sandbox child did not exit when asked; killing it", extra={"pid": proc.pid})
+            proc.kill()
+            proc.join()
 
 
 _STEP_NAMES = {"page_size": "reading the page's size", "render": "rendering the page",
