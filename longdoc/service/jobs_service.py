@@ -5,7 +5,6 @@ cause is a typed :class:`~longdoc.errors.LongdocError`."""
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import threading
 import uuid
@@ -34,7 +33,7 @@ from longdoc.ingest import parse_page_range
 from longdoc.ingest.sandbox import open_sandboxed
 from longdoc.jobs.dispatch import EmbeddedDispatcher
 from longdoc.jobs.models import ApiKey, Job
-from longdoc.jobs.repo import JobRepo
+from longdoc.jobs.repo import JobRepo, hash_options
 from longdoc.jobs.states import JobState
 from longdoc.jobs.webhooks import check_target
 from longdoc.model import Page
@@ -114,7 +113,6 @@ class JobService:
                     limit=max_pages, pages=len(selected),
                 )
             opts = parse_opts.public()
-            opts_hash = hashlib.sha256(json.dumps(opts, sort_keys=True).encode()).hexdigest()
             job_id = uuid.uuid4().hex
             self.store.put_file(keys.original_key(key.tenant, job_id), path)
         lane = "short" if len(selected) <= self.settings.service.short_doc_pages else "long"
@@ -122,7 +120,7 @@ class JobService:
             with self._admission:
                 job, existing = self._admit(
                     id=job_id, tenant=key.tenant, api_key_id=key.id, filename=name,
-                    media_type=media_type, size_bytes=size, sha256=sha256, options=opts, options_hash=opts_hash,
+                    media_type=media_type, size_bytes=size, sha256=sha256, options=opts, options_hash=hash_options(opts),
                     idempotency_key=idempotency_key, callback_url=options.callback_url,
                     priority=min(9, options.priority + priority_boost), lane=lane, pages_total=len(selected),
                 )
