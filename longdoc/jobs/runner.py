@@ -188,7 +188,6 @@ class JobRunner:
                                         "seconds": round(seconds, 3)})
         return Finished(job_id, state)
 
-
     def _stored_bytes(self, tenant: str, job_id: str) -> int:
         """What the job now holds in the store (its share of the tenant quota)."""
         prefix = keys.job_prefix(tenant, job_id)

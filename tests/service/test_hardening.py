@@ -17,6 +17,7 @@ import httpx
 import psutil
 import pytest
 
+from tests.docgen import english_report, rasterize
 from tests.ingest.files import good_page, pdf_with_pages, stream_bomb_page, text_pdf, truncated
 from tests.service.conftest import Server
 from tests.service.helpers import accepted, error_code, submit, wait_for, wait_terminal
@@ -76,6 +77,14 @@ def test_a_stream_bomb_fails_its_page_alone_and_never_grows_the_api_process(guar
         assert page["status"] == "failed" and page["error"]["code"] == "resource_limit"
         text = http.get(f"/v1/jobs/{job['id']}/result", params={"format": "txt"}).text
         assert "Good page 1 " in text and "Good page 3 " in text
+
+
+def test_a_document_whose_every_page_fails_says_why(guarded, guarded_key, tmp_path):
+    path = pdf_with_pages(tmp_path / "all-bombs.pdf", [stream_bomb_page(BOMB_MIB)])
+    with guarded.http(guarded_key) as http:
+        job = wait_terminal(http, accepted(submit(http, path, {"formats": ["txt"]}))["id"])
+    assert job["state"] == "failed" and job["failed_pages"] == [1], job
+    assert job["error"]["code"] == "resource_limit" and "Every page failed" in job["error"]["message"]
 
 
 def test_a_page_tree_claiming_two_pages_holding_one_ends_partial_with_the_real_page(guarded, guarded_key, tmp_path):
@@ -326,14 +335,15 @@ def _group(pgid: int) -> list[psutil.Process]:
     return alive
 
 
-def test_kill_9_leaves_nothing_running_or_on_disk_and_a_job_that_keeps_dying_stops(start_server, sample_pdf):
+def test_kill_9_leaves_nothing_running_or_on_disk_and_a_job_that_keeps_dying_stops(start_server, tmp_path):
     tmp_before = set(Path("/tmp").glob("longdoc-*"))
+    scan = rasterize(english_report(tmp_path / "doc", pages=8, seed=3), 150, tmp_path / "scan.pdf")
     srv = start_server(inference={"workers": 2}, service={"max_attempts": 1})
     key = srv.create_key("crash")
     with srv.http(key) as http:
-        job = accepted(submit(http, sample_pdf, {"pages": "4-5", "ocr": "force", "formats": ["txt"]}))
+        job = accepted(submit(http, scan.pdf_path, {"ocr": "force", "formats": ["txt"]}))
         wait_for(http, job["id"], lambda j: j["state"] == "running")
-        time.sleep(1.0)  # workers started, the document copied and being read
+        time.sleep(1.0)  # workers started, the document copied and being read (8 scanned pages: ~15 s)
     assert srv.proc is not None
     pgid = srv.proc.pid
     work = srv.root / "data" / "work"
