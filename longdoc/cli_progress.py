@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import contextmanager
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from rich.console import Console
 from rich.progress import (
@@ -18,6 +18,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from longdoc.model import Page
 from longdoc.progress import NullProgress, Progress
 
 
@@ -42,9 +43,9 @@ class BarProgress:
         self._bar.start()
         self._task = self._bar.add_task(name, total=total_pages)
 
-    def advance(self, pages: int, *, resumed: bool = False) -> None:
+    def advance(self, pages: Sequence[Page], *, resumed: bool = False) -> None:
         if self._task is not None:
-            self._bar.advance(self._task, pages)
+            self._bar.advance(self._task, len(pages))
 
     def finish(self) -> None:
         self._bar.stop()
@@ -64,13 +65,13 @@ class LogProgress:
     def start(self, name: str, total_pages: int) -> None:
         self._name, self._total, self._t0 = name, total_pages, time.monotonic()
 
-    def advance(self, pages: int, *, resumed: bool = False) -> None:
-        self._done += pages
+    def advance(self, pages: Sequence[Page], *, resumed: bool = False) -> None:
+        self._done += len(pages)
         if resumed:
             self._t0 = time.monotonic()
             self._stream.write(f"{self._name}: {self._done}/{self._total} pages (resumed)\n")
             return
-        self._counted += pages
+        self._counted += len(pages)
         elapsed = max(time.monotonic() - self._t0, 1e-9)
         rate = self._counted / elapsed
         eta = (self._total - self._done) / rate if rate > 0 else float("inf")

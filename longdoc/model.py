@@ -164,13 +164,37 @@ class Page(BaseModel):
         default=False, description="rendered below the DPI asked for (or below an image's own) to stay "
         "within limits.max_render_pixels"
     )
+    produced_by: str | None = Field(
+        default=None, description="how the engine produced the page when it has more than one way "
+        "(a model engine: group, split, single, page, fallback:<engine>)"
+    )
+    recovery: list[str] = Field(
+        default_factory=list, description="what went wrong on the way to this page and what was done "
+        "(retries, a truncated or looping answer and the smaller request that replaced it, a fallback)"
+    )
     timings: dict[str, float] = Field(default_factory=dict, description="seconds per stage")
     blocks: list[Block] = Field(default_factory=list)
+    lines: list[Line] = Field(
+        default_factory=list, description="recognized lines not laid out into blocks yet (a line engine's "
+        "output); empty once the page is laid out"
+    )
     error: ErrorInfo | None = None
 
     def main_blocks(self) -> list[Block]:
         """Blocks of the main text in reading order (furniture excluded)."""
         return [b for b in sorted(self.blocks, key=lambda b: b.order) if b.kind not in FURNITURE_KINDS]
+
+    def all_lines(self) -> list[Line]:
+        """Every line on this page: those not laid out yet, then those of
+        its blocks (a block continued from this page keeps lines of the
+        next one; those are left out)."""
+        laid_out = [line for block in self.blocks for line in block.lines if line.page == self.number]
+        return [*self.lines, *laid_out]
+
+    def approx_bytes(self) -> int:
+        """Rough in-memory size, for workspace accounting."""
+        texts = [line.text for line in self.all_lines()] + [block.text for block in self.blocks]
+        return 512 + sum(200 + 2 * len(text) for text in texts)
 
 
 class DocumentStatus(str, Enum):

@@ -1,18 +1,22 @@
 """Progress reporting: a small interface; library code never prints.
 
 The pipeline calls ``start`` once, ``advance`` after each checkpointed group
-(with the number of pages that group finished, or resumed), and ``finish``.
+with the pages that group finished (or that were resumed from an earlier
+run), and ``finish``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
+
+from longdoc.model import Page
 
 
 class Progress(Protocol):
     def start(self, name: str, total_pages: int) -> None: ...
 
-    def advance(self, pages: int, *, resumed: bool = False) -> None: ...
+    def advance(self, pages: Sequence[Page], *, resumed: bool = False) -> None: ...
 
     def finish(self) -> None: ...
 
@@ -23,7 +27,7 @@ class NullProgress:
     def start(self, name: str, total_pages: int) -> None:
         pass
 
-    def advance(self, pages: int, *, resumed: bool = False) -> None:
+    def advance(self, pages: Sequence[Page], *, resumed: bool = False) -> None:
         pass
 
     def finish(self) -> None:
@@ -31,23 +35,25 @@ class NullProgress:
 
 
 class RecordingProgress:
-    """Keeps every event; used by tests and by the service's job records."""
+    """Keeps every event (page counts and the pages' numbers); used by tests."""
 
     def __init__(self) -> None:
         self.total = 0
         self.done = 0
         self.resumed = 0
         self.events: list[tuple[str, int]] = []
+        self.numbers: list[int] = []
 
     def start(self, name: str, total_pages: int) -> None:
         self.total = total_pages
         self.events.append(("start", total_pages))
 
-    def advance(self, pages: int, *, resumed: bool = False) -> None:
-        self.done += pages
+    def advance(self, pages: Sequence[Page], *, resumed: bool = False) -> None:
+        self.done += len(pages)
+        self.numbers.extend(p.number for p in pages)
         if resumed:
-            self.resumed += pages
-        self.events.append(("resumed" if resumed else "advance", pages))
+            self.resumed += len(pages)
+        self.events.append(("resumed" if resumed else "advance", len(pages)))
 
     def finish(self) -> None:
         self.events.append(("finish", self.done))

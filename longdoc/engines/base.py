@@ -1,42 +1,73 @@
-"""The engine protocol: pages in, recognized lines out.
+"""The engine protocol: a session per document, page groups in, pages out.
 
-An engine is an object (it may hold a loaded model) with a name, a version,
-declared capabilities, and ``load`` / ``recognize`` / ``close``. It never
-touches storage, HTTP or the database, and imports only the document model
-and errors.
+An engine is an object (it may hold a loaded model or a connection pool)
+with a name, a version and declared capabilities that the pipeline reads.
+It never touches storage, HTTP routes or the database, and imports only the
+document model and errors::
 
-Contract of :meth:`Engine.recognize`:
+    pipeline                              engine
+    ────────                              ──────
+    engine.group_cost(plan)  ──────────►  cost in the engine's unit (bytes | tokens),
+                                          reserved in the workspace before the group starts
+    session = engine.open_session()
+    session.recognize(group) ──────────►  one Page per owned page it was handed, in order
+                             ◄──────────  (lines with boxes, or model blocks)
+    session.cancel() / session.close()    frees what the session holds (requests in flight, KV)
 
-- input: an iterable of :class:`PageImage`, consumed lazily (an engine may
-  keep at most ``max_in_flight`` pages' images at a time);
-- output: one :class:`RecognizedPage` per input, **in input order**;
-- a page the engine cannot read yields a ``RecognizedPage`` with ``error``
-  set (an :class:`~longdoc.model.ErrorInfo`), never an exception, so one bad
-  page fails that page and not the document. Exceptions are reserved for the
-  engine itself being unusable (:class:`~longdoc.errors.EngineUnavailable`).
+Contract of :meth:`EngineSession.recognize`:
+
+- input: a :class:`PageGroup`; its ``images`` iterator renders lazily, the
+  context pages first (only for engines that ask for them), then the owned
+  pages; a page that cannot be rendered is skipped (the pipeline records it);
+- output: one :class:`~longdoc.model.Page` per owned page received, in
+  order, with ``lines`` (a line engine) or ``blocks`` (a model engine);
+- a page the engine cannot read is a ``Page`` with status failed and an
+  ``error``, never an exception; exceptions mean the engine itself is
+  unusable (:class:`~longdoc.errors.EngineUnavailable`) or the session was
+  cancelled.
+
+Page engines (RapidOCR, Tesseract) recognize one page image at a time and
+sit behind :class:`~longdoc.engines.paged.PagedEngine`; the
+:class:`RecognizedPage` they return stays inside the engines package.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from longdoc.model import ErrorInfo, Line
+from longdoc.model import ErrorInfo, Line, Page
 
 
 @dataclass(frozen=True)
 class EngineCapabilities:
+    """What the pipeline reads to drive an engine.
+
+    - ``output``: ``lines`` (lines with boxes; longdoc lays them out) or
+      ``blocks`` (the model's own blocks with kinds, in reading order);
+    - ``needs_context``: hand it a group's overlap pages as images too;
+    - ``groups_in_flight``: groups it may work on at once, all documents
+      together (the size of its turn semaphore);
+    - ``sequential_groups``: a document's groups must run one after the
+      other (a KV cache carried from group to group); otherwise the next
+      groups of a document may start while earlier ones run;
+    - ``cost_unit``: the unit of :meth:`Engine.group_cost` and of its
+      workspace budget (``bytes`` or ``tokens``).
+    """
+
     languages: tuple[str, ...]
-    #: pages are recognized independently (a page engine) rather than as a
-    #: multi-page sequence (a vision-language engine with a KV cache).
-    per_page: bool = True
-    #: the engine returns line boxes (needed for layout and reading order).
-    line_boxes: bool = True
-    #: recognizes several pages at once (processes, threads or batches).
-    parallel_pages: int = 1
+    output: Literal["lines", "blocks"] = "lines"
+    needs_context: bool = False
+    groups_in_flight: int = 1
+    sequential_groups: bool = True
+    cost_unit: Literal["bytes", "tokens"] = "bytes"
+
+    def __post_init__(self) -> None:
+        if self.groups_in_flight < 1:
+            raise ValueError(f"groups_in_flight must be at least 1, got {self.groups_in_flight}")
 
 
 @dataclass
@@ -63,10 +94,88 @@ class PageImage:
         return v * 72.0 / self.dpi
 
 
+@dataclass(frozen=True)
+class GroupPlan:
+    """What is known of a group before it starts (enough to cost it).
+
+    ``owned``: 1-based pages the engine must return, in order; ``context``:
+    the overlap pages before them that a context-reading engine is shown
+    (their results are not returned); ``sizes``: every page's (width,
+    height) in points; ``dpi``: the render resolution asked for."""
+
+    index: int
+    owned: tuple[int, ...]
+    context: tuple[int, ...] = ()
+    sizes: Mapping[int, tuple[float, float]] = field(default_factory=dict)
+    dpi: int = 200
+
+
+@dataclass
+class PageGroup:
+    """A group handed to a session: its plan and its images, rendered
+    lazily in order (context pages first when the engine asked for them).
+    ``render`` renders given pages again (an engine's recovery path, e.g.
+    a fallback engine that needs full-resolution pages); pages that fail
+    to render are skipped."""
+
+    plan: GroupPlan
+    images: Iterable[PageImage]
+    render: Callable[[Sequence[int]], Iterable[PageImage]] | None = None
+
+    @property
+    def owned(self) -> tuple[int, ...]:
+        return self.plan.owned
+
+    @property
+    def context(self) -> tuple[int, ...]:
+        return self.plan.context
+
+
+@runtime_checkable
+class EngineSession(Protocol):
+    """One document's use of an engine. Not shared between documents; one
+    :meth:`recognize` per group, several at once only when the engine's
+    ``sequential_groups`` is false."""
+
+    def recognize(self, group: PageGroup) -> Iterator[Page]:
+        """One Page per owned page received, in order (see the module docstring)."""
+
+    def cancel(self) -> None:
+        """Stop the work in flight (may be called from another thread); a
+        running :meth:`recognize` ends soon after, possibly by raising."""
+
+    def close(self) -> None:
+        """Free what the session holds. Idempotent."""
+
+
+@runtime_checkable
+class Engine(Protocol):
+    name: str
+    version: str
+    capabilities: EngineCapabilities
+    #: the budget ``kv_cache_watermark`` applies to, in ``capabilities.cost_unit``
+    workspace_budget: int
+
+    def load(self) -> None:
+        """Load models / start workers / check the server. Idempotent.
+        Raises EngineUnavailable."""
+
+    def open_session(self) -> EngineSession:
+        """A session for one document (loads the engine if needed)."""
+
+    def group_cost(self, plan: GroupPlan) -> int:
+        """What the group holds while in flight, in ``capabilities.cost_unit``."""
+
+    def close(self) -> None:
+        """Release models, workers and connections. Idempotent."""
+
+
 @dataclass
 class RecognizedPage:
-    """What an engine returns for one page. Lines are in the engine's own
-    order (often raster order); the layout stage decides reading order."""
+    """What a *page* engine (RapidOCR, Tesseract) returns for one page
+    image; :class:`~longdoc.engines.paged.PagedEngine` turns it into a
+    :class:`~longdoc.model.Page`. Lines are in the engine's own order
+    (often raster order); the layout stage decides reading order."""
 
     page: int  # 1-based
     width_pt: float
@@ -80,31 +189,3 @@ class RecognizedPage:
     #: clockwise degrees the page was turned to read it upright; boxes and
     #: width/height refer to the upright page
     rotation: int = 0
-
-    def approx_bytes(self) -> int:
-        """Rough in-memory size, for workspace accounting."""
-        return 256 + sum(200 + 2 * len(l.text) for l in self.lines)
-
-
-@runtime_checkable
-class Engine(Protocol):
-    name: str
-    version: str
-    capabilities: EngineCapabilities
-
-    def load(self) -> None:
-        """Load models / start workers. Idempotent. Raises EngineUnavailable."""
-
-    def recognize(
-        self, pages: Iterable[PageImage], max_in_flight: int | None = None
-    ) -> Iterator[RecognizedPage]:
-        """Recognize pages lazily, yielding results in input order.
-
-        ``max_in_flight`` narrows the engine's own window (pages pulled and
-        not yet yielded); the pipeline sets it from workspace admission."""
-
-    def workspace_bytes(self, page: PageImage) -> int:
-        """Bytes of workspace one page holds while in flight in this engine."""
-
-    def close(self) -> None:
-        """Release models and workers. Idempotent."""

@@ -131,9 +131,7 @@ class RapidOcrEngine:
         self.start_timeout_seconds = start_timeout_seconds
         model = self.params.get("Det.ocr_version", "PP-OCRv6")
         self.version = f"rapidocr-{_package_version('rapidocr')}/{model}"
-        self.capabilities = EngineCapabilities(
-            languages=("ch", "en"), per_page=True, line_boxes=True, parallel_pages=self.workers
-        )
+        self.capabilities = EngineCapabilities(languages=("ch", "en"))
         self._ocr: Any = None  # in-process RapidOCR
         self._pool: ProcessPoolExecutor | None = None
         self._pids: list[int] = []

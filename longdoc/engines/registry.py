@@ -21,23 +21,27 @@ EngineFactory = Callable[["InferenceSettings"], Engine]
 
 
 def _rapidocr(settings: InferenceSettings) -> Engine:
+    from longdoc.engines.paged import PagedEngine
     from longdoc.engines.rapidocr import RapidOcrEngine
 
-    return RapidOcrEngine(
+    recognizer = RapidOcrEngine(
         workers=settings.effective_workers(),
         threads_per_worker=settings.threads_per_worker,
         page_timeout_seconds=settings.page_timeout_seconds,
     )
+    return PagedEngine(recognizer, workspace_budget=settings.workspace_budget_mb * 2**20)
 
 
 def _tesseract(settings: InferenceSettings) -> Engine:
+    from longdoc.engines.paged import PagedEngine
     from longdoc.engines.tesseract import TesseractEngine
 
-    return TesseractEngine(
+    recognizer = TesseractEngine(
         workers=settings.effective_workers(),
         threads_per_worker=settings.threads_per_worker,
         page_timeout_seconds=settings.page_timeout_seconds,
     )
+    return PagedEngine(recognizer, workspace_budget=settings.workspace_budget_mb * 2**20)
 
 
 _FACTORIES: dict[str, EngineFactory] = {"rapidocr": _rapidocr, "tesseract": _tesseract}

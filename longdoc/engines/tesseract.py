@@ -115,9 +115,7 @@ class TesseractEngine:
         self.psm = psm
         self.binary = binary
         self.max_in_flight = max_in_flight or 2 * self.workers
-        self.capabilities = EngineCapabilities(
-            languages=tuple(languages.split("+")), per_page=True, line_boxes=True, parallel_pages=self.workers
-        )
+        self.capabilities = EngineCapabilities(languages=tuple(languages.split("+")))
         self._install: TesseractInstall | None = None
         self._threads: ThreadPoolExecutor | None = None
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -50,12 +51,11 @@ class Finished:
 
 class JobProgress:
     """Pipeline progress → job row (pages done, per-page status, heartbeat)
-    and metrics. Called after each checkpointed group."""
+    and metrics. Called after each checkpointed group with its pages."""
 
-    def __init__(self, repo: JobRepo, job_id: str, checkpoint: StoreCheckpoint, metrics: Metrics | None) -> None:
-        self.repo, self.job_id, self.checkpoint, self.metrics = repo, job_id, checkpoint, metrics
+    def __init__(self, repo: JobRepo, job_id: str, metrics: Metrics | None) -> None:
+        self.repo, self.job_id, self.metrics = repo, job_id, metrics
         self.done = 0
-        self._reported: set[int] = set()
         #: seconds per page stage (render, recognize, layout, text_layer),
         #: summed over the job's pages, resumed ones included
         self.stage_seconds: dict[str, float] = {}
@@ -63,22 +63,14 @@ class JobProgress:
     def start(self, name: str, total_pages: int) -> None:
         self.repo.set_total(self.job_id, total_pages)
 
-    def advance(self, pages: int, *, resumed: bool = False) -> None:
-        self.done += pages
-        rows = []
-        for number in self.checkpoint.done_pages():
-            if number in self._reported:
-                continue
-            page = self.checkpoint.load_page(number)
-            if page is None:
-                continue
-            self._reported.add(number)
-            rows.append(_page_row(page))
+    def advance(self, pages: Sequence[Page], *, resumed: bool = False) -> None:
+        self.done += len(pages)
+        for page in pages:
             for stage, seconds in page.timings.items():
                 self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + seconds
             if self.metrics is not None and not resumed:
                 self._observe(page)
-        self.repo.progress(self.job_id, self.done, rows)
+        self.repo.progress(self.job_id, self.done, [_page_row(p) for p in pages])
 
     def _observe(self, page: Page) -> None:
         assert self.metrics is not None
@@ -129,7 +121,7 @@ class JobRunner:
         tenant = job.tenant
         options = ParseOptions(**{**job.options, "formats": tuple(job.options.get("formats", ("md", "json", "txt")))})
         checkpoint = StoreCheckpoint(self.store, keys.checkpoint_prefix(tenant, job_id))
-        progress = JobProgress(self.repo, job_id, checkpoint, self.metrics)
+        progress = JobProgress(self.repo, job_id, self.metrics)
         rss = _PeakRss()
 
         def control() -> None:

@@ -7,8 +7,9 @@
 - :func:`join_lines` / :func:`join_pair` — joining text across line breaks
   (de-hyphenation, CJK), shared with the cross-page stitcher.
 
-Pure functions over :mod:`longdoc.model` and
-:class:`~longdoc.engines.base.RecognizedPage`: no engine, no I/O.
+Pure functions over :mod:`longdoc.model` (a recognized page is a
+:class:`~longdoc.model.Page` whose ``lines`` are not laid out yet): no
+engine, no I/O.
 """
 
 from longdoc.layout.furniture import find_furniture

@@ -42,9 +42,8 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz
 
-from longdoc.engines.base import RecognizedPage
 from longdoc.layout.geometry import LineBox, same_row, typical_line_height
-from longdoc.model import BlockKind
+from longdoc.model import BlockKind, Page
 
 BAND_FRACTION = 0.2
 ZONE_GAP_LINES = 1.0
@@ -120,9 +119,9 @@ class _Candidate:
         return any(a and b and fuzz.ratio(a, b) >= MIN_SIMILARITY for a, b in pairs)
 
 
-def _candidates(page: RecognizedPage) -> tuple[list[_Candidate], list[LineBox]]:
-    lines = [LineBox.of(i, l) for i, l in enumerate(page.lines) if l.text.strip()]
-    height = page.height_pt if page.height_pt > 0 else max((l.y1 for l in lines), default=1.0)
+def _candidates(page: Page) -> tuple[list[_Candidate], list[LineBox]]:
+    lines = [LineBox.of(i, l) for i, l in enumerate(page.all_lines()) if l.text.strip()]
+    height = page.height if page.height > 0 else max((l.y1 for l in lines), default=1.0)
     banded = []
     for l in lines:
         rel = l.cy / height
@@ -141,27 +140,29 @@ def _candidates(page: RecognizedPage) -> tuple[list[_Candidate], list[LineBox]]:
     return out, lines
 
 
-def find_furniture(target: RecognizedPage, neighbors: Sequence[RecognizedPage]) -> dict[int, BlockKind]:
-    """Map indexes into ``target.lines`` to HEADER, FOOTER or PAGE_NUMBER.
+def find_furniture(target: Page, neighbors: Sequence[Page]) -> dict[int, BlockKind]:
+    """Map indexes into ``target.all_lines()`` (for a page not laid out yet:
+    ``target.lines``) to HEADER, FOOTER or PAGE_NUMBER.
 
-    ``neighbors`` are other pages of the same document (typically ±1..±3);
-    pages with the target's own number are ignored. Lines not in the result
-    are body text. Never raises on odd input (empty pages, zero-size boxes).
+    ``neighbors`` are other pages of the same document (typically ±1..±3),
+    laid out or not; pages with the target's own number are ignored. Lines
+    not in the result are body text. Never raises on odd input (empty
+    pages, zero-size boxes).
     """
     cands, lines = _candidates(target)
     if not cands:
         return {}
     h = typical_line_height(lines)
-    height = target.height_pt if target.height_pt > 0 else max(l.y1 for l in lines)
+    height = target.height if target.height > 0 else max(l.y1 for l in lines)
     tol = POSITION_TOLERANCE_LINES * h / height
     zone = _edge_zone(lines, height, h)
-    others = [(n.page, _candidates(n)[0]) for n in neighbors if n.page != target.page]
+    others = [(n.number, _candidates(n)[0]) for n in neighbors if n.number != target.number]
     found: dict[int, BlockKind] = {}
     for c in cands:
         near = [(p, o) for p, cs in others for o in cs if o.edge == c.edge and abs(o.rel_y - c.rel_y) <= tol]
         in_zone = c.line.idx in zone
         if c.folio is not None:
-            confirmed = any(o.folio is not None and c.folio - o.folio == target.page - p for p, o in near)
+            confirmed = any(o.folio is not None and c.folio - o.folio == target.number - p for p, o in near)
             if (in_zone or confirmed) and _isolated(c.line, lines, h):
                 found[c.line.idx] = BlockKind.PAGE_NUMBER
                 continue

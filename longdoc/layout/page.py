@@ -12,14 +12,13 @@
 
 from __future__ import annotations
 
-from longdoc.engines.base import RecognizedPage
 from longdoc.layout.blocks import Draft, classify, join_across_columns, measure, segment
 from longdoc.layout.geometry import LineBox, depad, enclosing, norm_box, typical_line_height, v_overlap
 from longdoc.layout.gutters import find_gutters, mend
 from longdoc.layout.order import reading_order
 from longdoc.layout.sidenotes import find_margin_strips, group_notes, pick_anchor
 from longdoc.layout.text import join_lines
-from longdoc.model import BBox, Block, BlockKind
+from longdoc.model import BBox, Block, BlockKind, Page
 
 #: narrowest column gutter, in typical line heights (and never under 3 pt)
 GUTTER_LINES = 0.4
@@ -32,13 +31,13 @@ OVERSIZED_LINES = 3.0
 OVERSIZED_NEIGHBOURS = 2
 
 
-def layout_page(rec: RecognizedPage, furniture: dict[int, BlockKind]) -> list[Block]:
-    """Blocks of one page in reading order.
+def layout_page(rec: Page, furniture: dict[int, BlockKind]) -> list[Block]:
+    """Blocks of one recognized page (its ``lines``) in reading order.
 
     ``furniture`` maps indexes of ``rec.lines`` to HEADER / FOOTER /
     PAGE_NUMBER (from :func:`~longdoc.layout.furniture.find_furniture`).
 
-    Result: every non-blank line of ``rec`` in exactly one block; ``order``
+    Result: every non-blank line of ``rec.lines`` in exactly one block; ``order``
     runs 0..k-1 and ``id`` is ``f"p{page}-b{order}"``. Furniture lines each
     become their own block: those in the top half of the page come first
     (orders 0…), those in the bottom half last, the body in between. Side
@@ -57,13 +56,13 @@ def layout_page(rec: RecognizedPage, furniture: dict[int, BlockKind]) -> list[Bl
         return []
     furn = sorted((l for l in lines if l.idx in furniture), key=lambda l: (l.y0, l.x0))
     flow = _body(rec, [l for l in lines if l.idx not in furniture])
-    mid = rec.height_pt / 2
+    mid = rec.height / 2
     top = [_furniture_draft(l, furniture) for l in furn if l.cy < mid]
     bottom = [_furniture_draft(l, furniture) for l in furn if l.cy >= mid]
-    return _number([*top, *flow, *bottom], rec.page)
+    return _number([*top, *flow, *bottom], rec.number)
 
 
-def _body(rec: RecognizedPage, body: list[LineBox]) -> list[Draft]:
+def _body(rec: Page, body: list[LineBox]) -> list[Draft]:
     """The body's blocks in reading order (the steps in the module docstring)."""
     if not body:
         return []
@@ -72,14 +71,14 @@ def _body(rec: RecognizedPage, body: list[LineBox]) -> list[Draft]:
     gutter = max(MIN_GUTTER_PT, GUTTER_LINES * h)
     min_column = COLUMN_LINES * h
 
-    strips = find_margin_strips(body, rec.width_pt, gutter)
+    strips = find_margin_strips(body, rec.width, gutter)
     in_margin = {l.idx for strip in strips for l in strip}
     flowing = [l for l in body if l.idx not in in_margin]
     oversized = _oversized(flowing, h)
     regular = [l for l in flowing if l.idx not in oversized]
     regular = mend(regular, find_gutters(regular, h), h, gutter)
     ordered = reading_order(regular, gutter, min_column)
-    metrics = measure(ordered, h, rec.height_pt, rec.page)
+    metrics = measure(ordered, h, rec.height, rec.number)
     main = join_across_columns(classify(segment(ordered, metrics), metrics))
     notes = [
         Draft(BlockKind.SIDENOTE, note, join_lines([l.text for l in note]))

@@ -1,9 +1,16 @@
-"""Layout stage for one group: recognized pages → laid-out :class:`Page`s.
+"""Layout stage for one group: recognized pages → laid-out pages.
+
+A page with ``lines`` (a line engine's or the text layer's) is laid out
+here: furniture against its neighbours, then blocks in reading order; its
+``lines`` move into the blocks. A page that came with ``blocks`` (a model
+engine's, already in reading order) keeps them, numbered as layout numbers
+its own.
 
 Cross-page analysis (running headers, footers) looks at neighbouring pages:
-those of the group itself plus the boundary cache, so the first owned page
-of a group still sees the last pages of the previous one. A page whose
-layout raises fails alone (:class:`~longdoc.errors.LayoutFailed`).
+those of the group itself plus the boundary cache (pages of the previous
+group, already laid out), so the first owned page of a group still sees the
+last pages of the previous one. A page whose layout raises fails alone
+(:class:`~longdoc.errors.LayoutFailed`).
 """
 
 from __future__ import annotations
@@ -12,11 +19,10 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 
-from longdoc.engines.base import RecognizedPage
 from longdoc.errors import LayoutFailed
 from longdoc.layout import find_furniture, layout_page
-from longdoc.model import Block, Page, PageStatus
-from longdoc.pipeline.recognize import PageOutcome, error_info
+from longdoc.model import Page, PageStatus
+from longdoc.pipeline.recognize import error_info
 
 log = logging.getLogger(__name__)
 
@@ -24,51 +30,39 @@ log = logging.getLogger(__name__)
 NEIGHBOR_WINDOW = 3
 
 
-def layout_pages(
-    owned: Sequence[int], available: Mapping[int, PageOutcome]
-) -> list[Page]:
+def layout_pages(owned: Sequence[int], available: Mapping[int, Page]) -> list[Page]:
     """Lay out the ``owned`` page numbers; ``available`` holds every page
-    result in reach (owned, context and boundary pages), by page number."""
+    in reach (owned, context and boundary pages), by number."""
     numbers = sorted(available)
     pages: list[Page] = []
     for number in owned:
-        outcome = available[number]
-        rec = outcome.rec
-        page = Page(
-            number=number,
-            width=rec.width_pt,
-            height=rec.height_pt,
-            text_source=outcome.text_source,
-            ocr_reason=outcome.ocr_reason,
-            engine=rec.engine or None,
-            engine_version=rec.engine_version or None,
-            rotation=rec.rotation,
-            render_dpi=outcome.render_dpi,
-            downscaled=outcome.downscaled,
-            timings=dict(outcome.timings),
-        )
-        if rec.error is not None:
-            page.status = PageStatus.FAILED
-            page.error = rec.error
+        page = available[number]
+        if page.status is PageStatus.FAILED:
             pages.append(page)
             continue
         t0 = time.perf_counter()
         pos = numbers.index(number)
         neighbors = [
-            available[n].rec
+            available[n]
             for n in numbers[max(0, pos - NEIGHBOR_WINDOW) : pos + NEIGHBOR_WINDOW + 1]
-            if n != number and available[n].rec.error is None
+            if n != number and available[n].status is PageStatus.OK
         ]
         try:
-            page.blocks = _blocks(rec, neighbors)
+            laid_out = lay_out(page, neighbors)
         except Exception as exc:  # a layout bug must not take the other pages with it
             log.exception("layout failed", extra={"page": number})
-            page.status = PageStatus.FAILED
-            page.error = error_info(LayoutFailed(f"Page {number}: layout failed ({type(exc).__name__})."), number)
-        page.timings["layout"] = time.perf_counter() - t0
-        pages.append(page)
+            error = error_info(LayoutFailed(f"Page {number}: layout failed ({type(exc).__name__})."), number)
+            laid_out = page.model_copy(update={"status": PageStatus.FAILED, "error": error, "lines": []})
+        laid_out.timings["layout"] = time.perf_counter() - t0
+        pages.append(laid_out)
     return pages
 
 
-def _blocks(rec: RecognizedPage, neighbors: list[RecognizedPage]) -> list[Block]:
-    return layout_page(rec, find_furniture(rec, neighbors))
+def lay_out(page: Page, neighbors: Sequence[Page]) -> Page:
+    """``page`` with its blocks in reading order and no loose lines."""
+    if page.blocks and not page.lines:
+        blocks = [b.model_copy(update={"order": i, "id": f"p{page.number}-b{i}"})
+                  for i, b in enumerate(sorted(page.blocks, key=lambda b: b.order))]
+    else:
+        blocks = layout_page(page, find_furniture(page, neighbors))
+    return page.model_copy(update={"blocks": blocks, "lines": [], "timings": dict(page.timings)})

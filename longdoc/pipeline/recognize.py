@@ -1,4 +1,4 @@
-"""Recognize stage: one group's pages → :class:`RecognizedPage` per page.
+"""Recognize stage: one group's owned pages → one :class:`~longdoc.model.Page` each.
 
 Per page, the OCR mode decides where the text comes from:
 
@@ -7,160 +7,189 @@ Per page, the OCR mode decides where the text comes from:
 - ``auto``: the text layer where :func:`judge_text_layer` finds it sound,
   OCR where it is missing or garbage. The reason is recorded per page.
 
-Pages for OCR are rendered lazily as the engine pulls them, within the
-workspace admission window; a page that fails to render or to recognize
-fails alone.
+The pages that need OCR go to the engine as one group: its cost is
+reserved in the engine's workspace (waiting for room under the watermark)
+and the engine's turn taken (shared fairly between owners) before it
+starts; both are given back when it ends. Pages are rendered lazily as the
+engine pulls them. Every step is per page: a page whose size, text, render
+or recognition fails (or trips a sandbox limit) fails alone, and a page the
+engine did not return fails with ``engine_failed`` rather than vanish.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
-import numpy as np
-
-from longdoc.engines.base import Engine, PageImage, RecognizedPage
-from longdoc.errors import LongdocError, ResourceLimit
+from longdoc.engines.base import Engine, EngineSession, GroupPlan, PageGroup, PageImage
+from longdoc.errors import EngineFailed, LongdocError, ResourceLimit
 from longdoc.ingest.source import DocumentSource
 from longdoc.ingest.textlayer import judge_text_layer
-from longdoc.model import ErrorInfo, TextSource
-from longdoc.plan import Workspace
+from longdoc.model import ErrorInfo, Page, PageStatus, TextSource
+from longdoc.plan import Admission, FairTurns
 from longdoc.render import iter_page_images
 
 TEXT_LAYER_ENGINE = "text_layer"
-
-
-@dataclass
-class PageOutcome:
-    """A recognized (or failed) page plus how it was obtained.
-
-    ``render_dpi`` is the DPI the page was rendered at for OCR (None when it
-    was not rendered); ``downscaled`` says it was rendered below the DPI
-    asked for, to stay within the render pixel cap."""
-
-    rec: RecognizedPage
-    text_source: TextSource | None
-    ocr_reason: str
-    timings: dict[str, float] = field(default_factory=dict)
-    render_dpi: float | None = None
-    downscaled: bool = False
-
-    def approx_bytes(self) -> int:
-        return self.rec.approx_bytes()
 
 
 def error_info(exc: LongdocError, page: int) -> ErrorInfo:
     return ErrorInfo(code=exc.code, message=exc.message, hint=exc.hint, page=page, retryable=exc.retryable)
 
 
-def failed_outcome(number: int, exc: LongdocError, size: tuple[float, float], reason: str) -> PageOutcome:
-    """The outcome of a page that failed before an engine saw it (its size
-    is (0, 0) when even that could not be read)."""
-    rec = RecognizedPage(page=number, width_pt=size[0], height_pt=size[1], error=error_info(exc, number))
-    return PageOutcome(rec, None, reason)
+def failed_page(number: int, exc: LongdocError, size: tuple[float, float], reason: str | None) -> Page:
+    """A page that failed before (or instead of) an engine's result; its
+    size is (0, 0) when even that could not be read."""
+    return Page(number=number, width=size[0], height=size[1], status=PageStatus.FAILED,
+                error=error_info(exc, number), ocr_reason=reason)
+
+
+@dataclass
+class EngineLane:
+    """What the recognize stage needs of one engine for one document: the
+    engine, its admission and turns (shared by all documents) and this
+    document's session (opened on first use, from any thread)."""
+
+    engine: Engine
+    admission: Admission
+    turns: FairTurns
+    owner: str
+    abort: threading.Event
+
+    def __post_init__(self) -> None:
+        self._session: EngineSession | None = None
+        self._lock = threading.Lock()
+
+    def session(self) -> EngineSession:
+        with self._lock:
+            if self._session is None:
+                self._session = self.engine.open_session()
+            return self._session
+
+    def cancel(self) -> None:
+        """Stop everything this document has in flight (from any thread)."""
+        self.abort.set()
+        with self._lock:
+            if self._session is not None:
+                self._session.cancel()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                self._session.close()
+                self._session = None
 
 
 def recognize_group(
     source: DocumentSource,
-    numbers: Sequence[int],
+    index: int,
+    owned: Sequence[int],
+    context: Sequence[int],
     *,
     ocr: str,
     dpi: int,
-    engine: Callable[[], Engine],
-    workspace: Workspace,
+    lane: Callable[[], EngineLane],
     text_layer_version: str,
-) -> dict[int, PageOutcome]:
-    """Recognize the 1-based pages ``numbers``; returns an outcome for
-    every one of them, by number. Every step is per page: a page whose size,
-    text or render fails (or trips a sandbox limit) fails alone.
+) -> dict[int, Page]:
+    """Recognize the 1-based pages ``owned`` of group ``index`` (``context``:
+    the overlap pages before them); returns a Page for every owned page.
 
-    ``engine`` is called only if some page needs OCR (text-layer-only
-    documents never start OCR workers).
-    """
-    outcomes: dict[int, PageOutcome] = {}
-    to_ocr: list[int] = []
-    reasons: dict[int, str] = {}
+    ``lane`` is called only if some page needs OCR (text-layer-only
+    documents never start an engine)."""
+    pages: dict[int, Page] = {}
+    to_ocr: dict[int, str] = {}
     sizes: dict[int, tuple[float, float]] = {}
-    for number in numbers:
-        t0 = time.perf_counter()
-        try:
-            sizes[number] = width, height = source.page_size(number)
-        except LongdocError as exc:
-            outcomes[number] = failed_outcome(number, exc, (0.0, 0.0), exc.code)
-            continue
-        if ocr == "force":
-            to_ocr.append(number)
-            reasons[number] = "ocr_forced"
-            continue
-        try:
-            lines = source.text_layer(number)
-        except ResourceLimit as exc:  # rendering the same page would trip it again
-            outcomes[number] = failed_outcome(number, exc, sizes[number], exc.code)
-            continue
-        except LongdocError as exc:
-            lines, reason = None, exc.code
+    for number in owned:
+        decided = _from_text_layer(source, number, ocr, sizes, text_layer_version)
+        if isinstance(decided, Page):
+            pages[number] = decided
         else:
-            use, reason = judge_text_layer(lines, width, height)
-            if use or ocr == "off":
-                rec = RecognizedPage(
-                    page=number, width_pt=width, height_pt=height, lines=list(lines or []),
-                    seconds=time.perf_counter() - t0, engine=TEXT_LAYER_ENGINE,
-                    engine_version=text_layer_version,
-                )
-                outcomes[number] = PageOutcome(
-                    rec, TextSource.TEXT_LAYER if use else None,
-                    reason if use else f"ocr_off:{reason}", {"text_layer": rec.seconds},
-                )
-                continue
-        to_ocr.append(number)
-        reasons[number] = reason
+            to_ocr[number] = decided
     if to_ocr:
-        _ocr_pages(source, to_ocr, reasons, sizes, dpi, engine(), workspace, outcomes)
-    return outcomes
+        pages.update(_ocr_group(source, index, to_ocr, context, sizes, dpi, lane()))
+    return pages
 
 
-def admitted_window(size_pt: tuple[float, float], dpi: int, engine: Engine, workspace: Workspace) -> int:
-    """Pages that may be in flight so the workspace stays under the
-    watermark, estimated from one page of ``size_pt`` points at ``dpi``."""
-    width_pt, height_pt = size_pt
-    shape = (max(1, round(height_pt * dpi / 72)), max(1, round(width_pt * dpi / 72)), 3)
-    probe = PageImage(  # a zero-stride view: the size without the memory
-        page=1, image=np.broadcast_to(np.zeros(1, np.uint8), shape), dpi=dpi,
-        width_pt=width_pt, height_pt=height_pt,
+def _from_text_layer(source: DocumentSource, number: int, ocr: str, sizes: dict[int, tuple[float, float]],
+                     version: str) -> Page | str:
+    """The page from its text layer, a failed page, or why it needs OCR."""
+    t0 = time.perf_counter()
+    try:
+        sizes[number] = width, height = source.page_size(number)
+    except LongdocError as exc:
+        return failed_page(number, exc, (0.0, 0.0), exc.code)
+    if ocr == "force":
+        return "ocr_forced"
+    try:
+        lines = source.text_layer(number)
+    except ResourceLimit as exc:  # rendering the same page would trip it again
+        return failed_page(number, exc, sizes[number], exc.code)
+    except LongdocError as exc:
+        return exc.code
+    use, reason = judge_text_layer(lines, width, height)
+    if not (use or ocr == "off"):
+        return reason
+    seconds = time.perf_counter() - t0
+    return Page(
+        number=number, width=width, height=height, lines=list(lines or []), engine=TEXT_LAYER_ENGINE,
+        engine_version=version, text_source=TextSource.TEXT_LAYER if use else None,
+        ocr_reason=reason if use else f"ocr_off:{reason}", timings={"text_layer": seconds},
     )
-    return workspace.pages_in_flight(engine.workspace_bytes(probe), held_bytes=workspace.in_use)
 
 
-def _ocr_pages(
+def _ocr_group(
     source: DocumentSource,
-    numbers: list[int],
+    index: int,
     reasons: dict[int, str],
+    context: Sequence[int],
     sizes: dict[int, tuple[float, float]],
     dpi: int,
-    engine: Engine,
-    workspace: Workspace,
-    outcomes: dict[int, PageOutcome],
-) -> None:
-    reserved: dict[int, int] = {}
-    rendered_as: dict[int, tuple[float, float, bool]] = {}  # page -> (seconds, dpi, downscaled)
+    lane: EngineLane,
+) -> dict[int, Page]:
+    engine = lane.engine
+    shown = tuple(context) if engine.capabilities.needs_context else ()
+    for number in shown:
+        sizes.setdefault(number, _size_or_zero(source, number))
+    plan = GroupPlan(index=index, owned=tuple(reasons), context=shown, sizes=dict(sizes), dpi=dpi)
+    pages: dict[int, Page] = {}
+    rendered: dict[int, tuple[float, float, bool]] = {}  # page -> (seconds, dpi, downscaled)
 
     def failed(number: int, exc: LongdocError) -> None:
-        outcomes[number] = failed_outcome(number, exc, sizes[number], reasons[number])
+        if number in reasons:  # a context page that fails to render is simply not shown
+            pages[number] = failed_page(number, exc, sizes.get(number, (0.0, 0.0)), reasons[number])
 
-    def rendered(page: PageImage, seconds: float) -> None:
-        cost = engine.workspace_bytes(page)
-        # The engine's in-flight window was sized from the workspace, so a
-        # refusal here only means the estimate was off; it is counted.
-        reserved[page.page] = cost if workspace.try_reserve(cost) else 0
-        rendered_as[page.page] = (seconds, page.dpi, page.downscaled)
+    def on_rendered(page: PageImage, seconds: float) -> None:
+        rendered[page.page] = (seconds, page.dpi, page.downscaled)
 
-    images = iter_page_images(source, numbers, dpi, on_error=failed, on_rendered=rendered)
-    window = admitted_window(sizes[numbers[0]], dpi, engine, workspace)
-    for rec in engine.recognize(images, max_in_flight=window):
-        workspace.release(reserved.pop(rec.page, 0))
-        seconds, used_dpi, downscaled = rendered_as[rec.page]
-        timings = {"render": seconds, "recognize": rec.seconds}
-        outcomes[rec.page] = PageOutcome(
-            rec, None if rec.error else TextSource.OCR, reasons[rec.page], timings, used_dpi, downscaled
-        )
+    with lane.turns.turn(lane.owner), lane.admission.admit(engine.group_cost(plan), lane.abort):
+        images = iter_page_images(source, [*plan.context, *plan.owned], dpi, on_error=failed,
+                                  on_rendered=on_rendered)
+
+        def render(numbers: Sequence[int]) -> Iterator[PageImage]:
+            return iter_page_images(source, numbers, dpi, on_error=lambda n, e: None, on_rendered=on_rendered)
+
+        for page in lane.session().recognize(PageGroup(plan, images, render)):
+            if page.number in reasons:
+                pages[page.number] = _ocr_facts(page, reasons[page.number], rendered.get(page.number))
+    for number in reasons:
+        if number not in pages:  # never lose a page: the engine owed a result
+            exc = EngineFailed(f"Page {number}: the engine {engine.name} returned no result for it.")
+            pages[number] = failed_page(number, exc, sizes[number], reasons[number])
+    return pages
+
+
+def _ocr_facts(page: Page, reason: str, rendered: tuple[float, float, bool] | None) -> Page:
+    seconds, used_dpi, downscaled = rendered or (0.0, None, False)
+    return page.model_copy(update={
+        "text_source": TextSource.OCR if page.status is PageStatus.OK else None,
+        "ocr_reason": reason, "render_dpi": used_dpi, "downscaled": downscaled,
+        "timings": {"render": seconds, **page.timings},
+    })
+
+
+def _size_or_zero(source: DocumentSource, number: int) -> tuple[float, float]:
+    try:
+        return source.page_size(number)
+    except LongdocError:
+        return (0.0, 0.0)

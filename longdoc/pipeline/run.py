@@ -6,14 +6,15 @@
                                    ─► layout ─► checkpoint ] ─► assemble ─► export
 
 :meth:`Pipeline.parse` reads as that list of stages. Memory does not grow
-with page count: pages are rendered lazily inside a group, only a group's
-results plus the boundary cache are held, and the exports stream from the
+with page count: pages are rendered lazily inside a group, only the groups
+in flight plus the boundary cache are held, and the exports stream from the
 checkpoint with one page of look-ahead for stitching.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -25,17 +26,17 @@ from longdoc import __version__
 from longdoc.assemble import stitch
 from longdoc.config import Settings
 from longdoc.engines import get_engine
-from longdoc.engines.base import Engine, RecognizedPage
+from longdoc.engines.base import Engine
 from longdoc.export import open_exports
 from longdoc.ingest import parse_page_range
 from longdoc.ingest.sandbox import open_sandboxed
 from longdoc.ingest.source import DocumentSource
-from longdoc.model import DocumentStatus, ErrorInfo, Page, PageStatus, SourceInfo
+from longdoc.model import DocumentStatus, ErrorInfo, PageStatus, SourceInfo
 from longdoc.pipeline.checkpoint import Checkpoint, DirectoryCheckpoint
-from longdoc.pipeline.layout_group import layout_pages
+from longdoc.pipeline.document import DocumentRun
 from longdoc.pipeline.options import ParseOptions
-from longdoc.pipeline.recognize import TEXT_LAYER_ENGINE, PageOutcome, recognize_group
-from longdoc.plan import BoundaryCache, FairTurns, Group, Workspace, plan_groups
+from longdoc.pipeline.recognize import TEXT_LAYER_ENGINE, EngineLane
+from longdoc.plan import Admission, FairTurns, Workspace, plan_groups
 from longdoc.progress import NullProgress, Progress
 
 log = logging.getLogger("longdoc.pipeline")
@@ -52,19 +53,19 @@ class ParseResult:
     resumed_pages: int
     errors: list[ErrorInfo] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
-    workspace_peak_bytes: int = 0
+    workspace_peak: int = 0
 
 
 class Pipeline:
-    """Parses documents with one set of settings; holds the engine (loaded
-    on first need) across documents. Use as a context manager or call
-    :meth:`close`.
+    """Parses documents with one set of settings; holds the engines (built
+    on first need, loaded before their first page) across documents. Use as
+    a context manager or call :meth:`close`.
 
-    Thread-safe for concurrent :meth:`parse` calls: one group is recognized
-    at a time (engines are not re-entrant), so concurrent documents
-    interleave at group boundaries, taking turns round-robin by ``owner``
-    (:class:`~longdoc.plan.FairTurns`); layout, checkpoints and exports run
-    in parallel. All parses share one :attr:`workspace`.
+    Thread-safe for concurrent :meth:`parse` calls. Per engine, all
+    documents share one workspace (admission by ``kv_cache_watermark``) and
+    one set of turns, as many as the engine's ``groups_in_flight``, handed
+    round-robin by ``owner`` (:class:`~longdoc.plan.FairTurns`); layout,
+    checkpoints and exports run in parallel.
 
     Documents are opened, read and rendered in a sandbox process
     (:mod:`longdoc.ingest.sandbox`): a hostile file costs at most
@@ -75,21 +76,38 @@ class Pipeline:
         self.settings = settings
         self._engine_factory = engine_factory or (lambda name: get_engine(name, settings.inference))
         self._engines: dict[str, Engine] = {}
-        self._turns = FairTurns(slots=1)
-        inf = settings.inference
-        self.workspace = Workspace(budget_bytes=inf.workspace_budget_mb * 2**20, watermark=inf.kv_cache_watermark)
+        self._admissions: dict[str, Admission] = {}
+        self._turns: dict[str, FairTurns] = {}
+        self._lock = threading.Lock()
 
     def _engine_object(self, name: str) -> Engine:
-        """The engine called ``name``, built (cheap) but not loaded."""
-        if name not in self._engines:
-            self._engines[name] = self._engine_factory(name)
-        return self._engines[name]
+        """The engine called ``name``, built (cheap) but not loaded, with its
+        admission and turns."""
+        with self._lock:
+            if name not in self._engines:
+                engine = self._engine_factory(name)
+                workspace = Workspace(budget=engine.workspace_budget, watermark=self.settings.inference.kv_cache_watermark,
+                                      unit=engine.capabilities.cost_unit)
+                self._admissions[name] = Admission(workspace)
+                self._turns[name] = FairTurns(slots=engine.capabilities.groups_in_flight)
+                self._engines[name] = engine
+            return self._engines[name]
 
     def engine(self, name: str) -> Engine:
         """The engine called ``name``, loaded (workers started, warmed up)."""
         engine = self._engine_object(name)
         engine.load()  # idempotent
         return engine
+
+    def admission(self, name: str) -> Admission:
+        """The admission (workspace and counters) of the engine ``name``."""
+        self._engine_object(name)
+        return self._admissions[name]
+
+    def admissions(self) -> dict[str, Admission]:
+        """The admission of every engine built so far, by name."""
+        with self._lock:
+            return dict(self._admissions)
 
     def loaded_engines(self) -> list[str]:
         """Names of the engines built so far (an engine is built on first use
@@ -141,16 +159,16 @@ class Pipeline:
             checkpoint = checkpoint or DirectoryCheckpoint(out_dir / ".longdoc" / stem)
             checkpoint.begin(options.fingerprint(source.sha256, self._engine_version(options)))
             progress.start(source.name, len(numbers))
-            workspace = self.workspace
-            resumed = self._run_groups(source, numbers, groups, options, checkpoint, workspace, progress,
-                                       control or (lambda: None), owner)
+            with self._document_run(source, numbers, options, checkpoint, progress, control, owner) as run:
+                resumed = run.run(groups)                                             # recognize, layout, checkpoint
             t_groups = time.perf_counter()
             result = self._assemble_and_export(                                       # assemble, export
                 source, numbers, options, checkpoint, out_dir, stem
             )
             progress.finish()
         result.resumed_pages = resumed
-        result.workspace_peak_bytes = workspace.peak  # shared by concurrent parses
+        if options.ocr != "off":
+            result.workspace_peak = self.admission(options.engine).workspace.peak  # shared by concurrent parses
         result.timings = {
             "pages": t_groups - t_start,
             "assemble_export": time.perf_counter() - t_groups,
@@ -158,56 +176,29 @@ class Pipeline:
         }
         return result
 
-    def _run_groups(
+    def _document_run(
         self,
         source: DocumentSource,
         numbers: list[int],
-        groups: list[Group],
         options: ParseOptions,
         checkpoint: Checkpoint,
-        workspace: Workspace,
         progress: Progress,
-        control: Callable[[], None],
+        control: Callable[[], None] | None,
         owner: str,
-    ) -> int:
-        """Recognize, lay out and checkpoint each group; returns how many
-        pages were resumed from an earlier run."""
-        boundary: BoundaryCache[PageOutcome] = BoundaryCache()
-        resumed = 0
-        for group in groups:
-            owned = [numbers[i] for i in group.owned]
-            saved = self._load_done_group(checkpoint, group, owned)
-            if saved is not None:                                                     # resume
-                for i, page in zip(group.owned, saved):
-                    boundary.put(i, outcome_from_page(page))
-                boundary.keep_only(range(group.end - options.chunk_overlap, group.end))
-                resumed += len(owned)
-                progress.advance(len(owned), resumed=True)
-                continue
-            control()                                                                 # cancel, timeout, shutdown
-            with self._turns.turn(owner):
-                outcomes = recognize_group(                                           # recognize
-                    source, owned, ocr=options.ocr, dpi=options.dpi,
-                    engine=lambda: self.engine(options.engine), workspace=workspace,
-                    text_layer_version=TEXT_LAYER_VERSION,
-                )
-            available = {numbers[i]: boundary.get(i) for i in boundary.indexes()}
-            available.update(outcomes)
-            pages = layout_pages(owned, available)                                    # layout
-            complete = all(p.status is PageStatus.OK or not _retryable(p) for p in pages)
-            checkpoint.save_group(group.index, pages, complete)                       # checkpoint
-            for i in group.owned:
-                boundary.put(i, available[numbers[i]])
-            boundary.keep_only(range(group.end - options.chunk_overlap, group.end))   # release
-            progress.advance(len(owned))
-        return resumed
+    ) -> DocumentRun:
+        lane = None
+        lookahead = 1
+        if options.ocr != "off":
+            capabilities = self._engine_object(options.engine).capabilities
+            lookahead = 1 if capabilities.sequential_groups else capabilities.groups_in_flight
 
-    @staticmethod
-    def _load_done_group(checkpoint: Checkpoint, group: Group, owned: list[int]) -> list[Page] | None:
-        if not checkpoint.group_done(group.index):
-            return None
-        pages = [checkpoint.load_page(n) for n in owned]
-        return None if any(p is None for p in pages) else pages  # type: ignore[return-value]
+            def lane() -> EngineLane:
+                name = options.engine
+                return EngineLane(self.engine(name), self._admissions[name], self._turns[name], owner,
+                                  threading.Event())
+
+        return DocumentRun(source, numbers, options, checkpoint, progress, control or (lambda: None), lane,
+                           lookahead, TEXT_LAYER_VERSION)
 
     def _assemble_and_export(
         self,
@@ -262,25 +253,9 @@ class Pipeline:
         return options.engine, self._engine_object(options.engine).version
 
 
-def _retryable(page: Page) -> bool:
-    return page.error is not None and page.error.retryable
-
-
-def _checkpointed_pages(checkpoint: Checkpoint, numbers: list[int]) -> Iterator[Page]:
+def _checkpointed_pages(checkpoint: Checkpoint, numbers: list[int]) -> Iterator:
     for n in numbers:
         page = checkpoint.load_page(n)
         if page is None:  # invariant: every selected page was checkpointed
             raise AssertionError(f"page {n} missing from the checkpoint after all groups ran")
         yield page
-
-
-def outcome_from_page(page: Page) -> PageOutcome:
-    """Rebuild a boundary-cache entry from a checkpointed page (resume)."""
-    lines = [line for block in page.blocks for line in block.lines if line.page == page.number]
-    rec = RecognizedPage(
-        page=page.number, width_pt=page.width, height_pt=page.height, lines=lines,
-        error=page.error, engine=page.engine or "", engine_version=page.engine_version or "",
-        rotation=page.rotation,
-    )
-    return PageOutcome(rec, page.text_source, page.ocr_reason or "", dict(page.timings),
-                       page.render_dpi, page.downscaled)

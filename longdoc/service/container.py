@@ -202,12 +202,23 @@ class Container:
 
     def _install_metrics(self) -> None:
         m = self.metrics
-        m.workspace_bytes.set_function(lambda: self.pipeline.workspace.in_use)
-        m.workspace_limit_bytes.set_function(lambda: self.pipeline.workspace.limit_bytes)
+        default = self.settings.inference.engine
+        m.workspace_bytes.set_function(lambda: self.pipeline.admission(default).workspace.in_use)
+        m.workspace_limit_bytes.set_function(lambda: self.pipeline.admission(default).workspace.limit)
         m.mirror("longdoc_jobs", "Jobs by state", "state",
                  lambda: {s.value: float(self.jobs.counts_by_state().get(s.value, 0)) for s in JobState})
         m.mirror("longdoc_queue_depth", "Queued jobs per lane (and running)", "lane",
                  lambda: {k: float(v) for k, v in self.dispatcher.depth().items()})
+        admissions = self.pipeline.admissions
+        m.mirror("longdoc_engine_workspace", "Workspace in use per engine, in its unit (bytes for page engines, "
+                 "estimated KV tokens for model engines)", "engine",
+                 lambda: {n: float(a.workspace.in_use) for n, a in admissions().items()})
+        m.mirror("longdoc_engine_workspace_limit", "kv_cache_watermark × the engine's workspace budget", "engine",
+                 lambda: {n: float(a.workspace.limit) for n, a in admissions().items()})
+        m.mirror("longdoc_engine_groups_in_flight", "Page groups admitted and running per engine", "engine",
+                 lambda: {n: float(a.in_flight) for n, a in admissions().items()})
+        m.mirror("longdoc_engine_groups_waiting", "Page groups waiting for room under the watermark", "engine",
+                 lambda: {n: float(a.waiting) for n, a in admissions().items()})
 
     def _record_delivery(self, job_id: str, url: str, attempt: int, status: int | None,
                          error: str | None, duration_ms: int) -> None:

@@ -11,7 +11,8 @@ import psutil
 import pytest
 from rapidfuzz.distance import Levenshtein
 
-from longdoc.engines.base import Engine, PageImage
+from longdoc.engines.base import PageImage
+from longdoc.engines.paged import PageRecognizer
 from longdoc.engines.rapidocr import RapidOcrEngine
 from tests.engines.fakes import HangingFakeEngine, WorkerKillingFakeEngine, marker_page
 from tests.engines.pages import SamplePage, cer, chinese_page, english_page, english_strip
@@ -34,11 +35,11 @@ def assert_recognized(rec, sample: SamplePage) -> None:
 
 
 def test_engine_describes_itself(engine):
-    assert isinstance(engine, Engine)
+    assert isinstance(engine, PageRecognizer)
     assert engine.name == "rapidocr"
     assert engine.version == f"rapidocr-{version('rapidocr')}/PP-OCRv6"
     assert set(engine.capabilities.languages) == {"ch", "en"}
-    assert engine.capabilities.parallel_pages == 2
+    assert engine.workers == 2
     assert engine.max_in_flight == 4
     assert len(engine.worker_pids()) == 2
 

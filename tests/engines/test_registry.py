@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from longdoc.config import InferenceSettings
-from longdoc.engines import available_engines, get_engine, register_engine, registry
+from longdoc.engines import Engine, available_engines, get_engine, register_engine, registry
+from longdoc.engines.paged import PagedEngine
 from longdoc.engines.rapidocr import RapidOcrEngine
 from longdoc.engines.tesseract import TesseractEngine
 from longdoc.errors import UnknownEngine
@@ -17,7 +18,11 @@ def test_page_engines_are_registered():
 
 def test_rapidocr_is_built_from_settings_without_starting_workers():
     settings = InferenceSettings(workers=3, threads_per_worker=2, page_timeout_seconds=12)
-    engine = get_engine("rapidocr", settings)
+    paged = get_engine("rapidocr", settings)
+    assert isinstance(paged, PagedEngine) and isinstance(paged, Engine)
+    assert paged.capabilities.output == "lines" and paged.capabilities.groups_in_flight == 1
+    assert paged.workspace_budget == settings.workspace_budget_mb * 2**20
+    engine = paged.recognizer
     assert isinstance(engine, RapidOcrEngine)
     assert engine.workers == 3 and engine.max_in_flight == 6
     assert engine.page_timeout_seconds == 12
@@ -26,15 +31,15 @@ def test_rapidocr_is_built_from_settings_without_starting_workers():
 
 
 def test_tesseract_is_built_from_settings():
-    engine = get_engine("tesseract", InferenceSettings(workers=2, page_timeout_seconds=7))
+    engine = get_engine("tesseract", InferenceSettings(workers=2, page_timeout_seconds=7)).recognizer
     assert isinstance(engine, TesseractEngine)
     assert engine.workers == 2 and engine.page_timeout_seconds == 7
 
 
 def test_zero_workers_means_one_per_core():
     settings = InferenceSettings(workers=0)
-    engine = get_engine("rapidocr", settings)
-    assert engine.capabilities.parallel_pages == settings.effective_workers()
+    engine = get_engine("rapidocr", settings).recognizer
+    assert engine.workers == settings.effective_workers()
 
 
 def test_unknown_engine_lists_the_known_ones():

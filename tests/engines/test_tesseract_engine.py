@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from rapidfuzz.distance import Levenshtein
 
-from longdoc.engines.base import Engine, PageImage
+from longdoc.engines.base import PageImage
+from longdoc.engines.paged import PageRecognizer
 from longdoc.engines.tesseract import TesseractEngine, parse_tsv
 from longdoc.errors import EngineUnavailable
 from tests.engines.pages import cer, chinese_page, english_page, english_strip
@@ -33,7 +34,7 @@ def engine():
 
 @needs_tesseract
 def test_english_and_chinese_pages_in_order_with_boxes(engine):
-    assert isinstance(engine, Engine)
+    assert isinstance(engine, PageRecognizer)
     assert engine.version.startswith("tesseract-") and engine.version.endswith("/eng+chi_sim")
     english, chinese = english_page(1), chinese_page(2)
     strips = [english_strip(n) for n in (3, 4)]

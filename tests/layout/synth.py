@@ -13,8 +13,7 @@ import random
 import textwrap
 from dataclasses import dataclass, field
 
-from longdoc.engines.base import RecognizedPage
-from longdoc.model import BBox, Line
+from longdoc.model import BBox, Line, Page
 
 PAGE_W, PAGE_H = 612.0, 792.0
 LEFT = (72.0, 290.0)
@@ -93,14 +92,15 @@ def raster(lines: list[Line], seed: int = 0) -> list[Line]:
     return sorted(shuffled, key=lambda l: (round(l.bbox.y0 + rng.uniform(-1, 1)), l.bbox.x0))
 
 
-def page_of(lines: list[Line], number: int = 1, *, width: float = PAGE_W, height: float = PAGE_H) -> RecognizedPage:
-    return RecognizedPage(page=number, width_pt=width, height_pt=height, lines=list(lines))
+def page_of(lines: list[Line], number: int = 1, *, width: float = PAGE_W, height: float = PAGE_H) -> Page:
+    """A recognized page (lines not laid out yet)."""
+    return Page(number=number, width=width, height=height, lines=list(lines))
 
 
 HEADER_TEXT = "Journal of Examples 2026"
 
 
-def journal_page(number: int, *, seed: int = 0) -> tuple[RecognizedPage, dict[str, list[str]]]:
+def journal_page(number: int, *, seed: int = 0) -> tuple[Page, dict[str, list[str]]]:
     """A two-column journal page: running header, (title on page 1), six
     paragraphs (the corpus rotated by the page number), a margin note beside
     the fifth, the page number in the footer.

@@ -119,10 +119,10 @@ def test_repeated_text_inside_the_body_is_not_a_header():
 def test_journal_pages_with_two_columns_and_a_margin_note():
     pages = [journal_page(n)[0] for n in range(1, 6)]
     for page in pages:
-        neighbors = [p for p in pages if p is not page and abs(p.page - page.page) <= 2]
+        neighbors = [p for p in pages if p is not page and abs(p.number - page.number) <= 2]
         assert _kinds(page, neighbors) == {
             "Journal of Examples 2026": BlockKind.HEADER,
-            str(page.page): BlockKind.PAGE_NUMBER,
+            str(page.number): BlockKind.PAGE_NUMBER,
         }
 
 
@@ -143,7 +143,7 @@ def test_a_page_whose_only_line_repeats_on_every_page_keeps_it(where):
     text = "Monthly status line: all systems nominal"
     pages = [page_of([line(text, 72.0, where, page=n)], n) for n in range(1, 61)]
     for page in pages[:5] + pages[-5:]:
-        neighbors = [p for p in pages if p is not page and abs(p.page - page.page) <= 3]
+        neighbors = [p for p in pages if p is not page and abs(p.number - page.number) <= 3]
         assert _kinds(page, neighbors) == {}
 
 

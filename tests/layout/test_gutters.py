@@ -37,7 +37,7 @@ def _merge_rows(left: list[Line], right: list[Line], rows: set[int]) -> list[Lin
 
 def _texts(rec):
     blocks = layout_page(rec, find_furniture(rec, []))
-    page = Page(number=rec.page, width=rec.width_pt, height=rec.height_pt, blocks=blocks)
+    page = rec.model_copy(update={"blocks": blocks, "lines": []})
     return [b.text for b in page.main_blocks()]
 
 

@@ -25,7 +25,7 @@ from .synth import (
 
 def _laid_out(rec, neighbors=()):
     blocks = layout_page(rec, find_furniture(rec, list(neighbors)))
-    return Page(number=rec.page, width=rec.width_pt, height=rec.height_pt, blocks=blocks)
+    return rec.model_copy(update={"blocks": blocks, "lines": []})
 
 
 def _texts(page):
@@ -41,7 +41,7 @@ def journal():
     recs = [rec for rec, _ in built]
     pages = []
     for rec in recs:
-        neighbors = [r for r in recs if r is not rec and abs(r.page - rec.page) <= 2]
+        neighbors = [r for r in recs if r is not rec and abs(r.number - rec.number) <= 2]
         pages.append(_laid_out(rec, neighbors))
     return pages, [expected for _, expected in built]
 

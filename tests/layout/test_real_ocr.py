@@ -12,6 +12,7 @@ from rapidfuzz import fuzz
 from longdoc.assemble import stitch
 from longdoc.config import InferenceSettings
 from longdoc.engines import PageImage, get_engine
+from longdoc.engines.paged import page_from
 from longdoc.layout import find_furniture, layout_page
 from longdoc.model import BlockKind, Page
 
@@ -42,14 +43,14 @@ def pages() -> list[Page]:
     engine = get_engine("rapidocr", InferenceSettings(workers=2))
     engine.load()
     try:
-        recs = list(engine.recognize(images))
+        recs = [page_from(rec) for rec in engine.recognizer.recognize(images)]
     finally:
         engine.close()
     out = []
     for rec in recs:
         assert rec.error is None
         blocks = layout_page(rec, find_furniture(rec, [r for r in recs if r is not rec]))
-        out.append(Page(number=rec.page, width=rec.width_pt, height=rec.height_pt, blocks=blocks))
+        out.append(rec.model_copy(update={"blocks": blocks, "lines": []}))
     return list(stitch(out))
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from longdoc.assemble import stitch
-from longdoc.engines.base import RecognizedPage
 from longdoc.layout import find_furniture, layout_page
 from longdoc.model import BBox, BlockKind, Line, Page
 
@@ -46,7 +45,7 @@ PHRASES = [
 ]
 
 
-def _recognized(doc) -> list[RecognizedPage]:
+def _recognized(doc) -> list[Page]:
     pages = []
     for i in range(len(doc)):
         page = doc[i]
@@ -62,7 +61,7 @@ def _recognized(doc) -> list[RecognizedPage]:
         rng = random.Random(i)
         rng.shuffle(lines)
         lines.sort(key=lambda l: (round(l.bbox.y0 / 3), l.bbox.x0))  # raster order
-        pages.append(RecognizedPage(page=i + 1, width_pt=width, height_pt=height, lines=lines))
+        pages.append(Page(number=i + 1, width=width, height=height, lines=lines))
     return pages
 
 
@@ -76,7 +75,7 @@ def pages() -> list[Page]:
     out = []
     for rec in recs:
         blocks = layout_page(rec, find_furniture(rec, [r for r in recs if r is not rec]))
-        out.append(Page(number=rec.page, width=rec.width_pt, height=rec.height_pt, blocks=blocks))
+        out.append(rec.model_copy(update={"blocks": blocks, "lines": []}))
     return out
 
 

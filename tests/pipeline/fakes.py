@@ -1,28 +1,37 @@
 """Fakes for pipeline tests: engines that wrap a real engine and change one
-thing (so the rest of the pipeline runs for real), and a progress that
-interrupts a run between groups."""
+thing (so the rest of the pipeline runs for real), an engine that must
+never start, and a progress that interrupts a run between groups."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
-from longdoc.engines.base import Engine, PageImage, RecognizedPage
-from longdoc.model import ErrorInfo
+from longdoc.engines.base import Engine, EngineCapabilities, GroupPlan, PageGroup, PageImage
+from longdoc.model import ErrorInfo, Page, PageStatus
 from longdoc.progress import RecordingProgress
 
 
 class NoEngineFake:
     """Engine factory whose engine fails the test if OCR is ever started
     (for born-digital documents or ``ocr=off``). Building it is allowed:
-    the pipeline reads its version for the checkpoint fingerprint."""
+    the pipeline reads its version and capabilities."""
 
+    name = "no-engine"
     version = "never-loaded"
+    capabilities = EngineCapabilities(languages=("none",))
+    workspace_budget = 1
 
     def __call__(self, name: str) -> NoEngineFake:
         return self
 
     def load(self) -> None:
         raise AssertionError("OCR engine started where no page needed OCR")
+
+    def open_session(self):
+        raise AssertionError("OCR engine started where no page needed OCR")
+
+    def group_cost(self, plan: GroupPlan) -> int:
+        raise AssertionError("OCR engine asked to cost a group where no page needed OCR")
 
     def close(self) -> None:
         pass
@@ -36,37 +45,56 @@ class StopAfterProgress(RecordingProgress):
         super().__init__()
         self.groups = groups
 
-    def advance(self, pages: int, *, resumed: bool = False) -> None:
+    def advance(self, pages: Sequence[Page], *, resumed: bool = False) -> None:
         super().advance(pages, resumed=resumed)
         if sum(1 for e in self.events if e[0] == "advance") >= self.groups:
             raise KeyboardInterrupt
 
 
 class CountingFakeEngine:
-    """Delegates to ``inner`` and records which pages it was asked to
-    recognize (to prove resumed pages are not recognized again)."""
+    """Delegates to ``inner`` (a real engine) and records which pages it
+    was asked to recognize (to prove resumed pages are not recognized again)."""
 
     def __init__(self, inner: Engine) -> None:
         self.inner = inner
         self.name, self.version, self.capabilities = inner.name, inner.version, inner.capabilities
+        self.workspace_budget = inner.workspace_budget
         self.seen: list[int] = []
 
     def load(self) -> None:
         self.inner.load()
 
-    def recognize(self, pages: Iterable[PageImage], max_in_flight: int | None = None) -> Iterator[RecognizedPage]:
-        def tap(it):
-            for page in it:
-                self.seen.append(page.page)
-                yield page
+    def open_session(self) -> _TappedSession:
+        return _TappedSession(self, self.inner.open_session())
 
-        return self.inner.recognize(tap(pages), max_in_flight=max_in_flight)
-
-    def workspace_bytes(self, page: PageImage) -> int:
-        return self.inner.workspace_bytes(page)
+    def group_cost(self, plan: GroupPlan) -> int:
+        return self.inner.group_cost(plan)
 
     def close(self) -> None:
         pass  # the inner engine belongs to the session fixture
+
+    def result(self, page: Page) -> Page:
+        return page
+
+
+class _TappedSession:
+    def __init__(self, fake: CountingFakeEngine, inner) -> None:
+        self.fake, self.inner = fake, inner
+
+    def recognize(self, group: PageGroup) -> Iterator[Page]:
+        def tap(images: Iterable[PageImage]) -> Iterator[PageImage]:
+            for image in images:
+                self.fake.seen.append(image.page)
+                yield image
+
+        for page in self.inner.recognize(PageGroup(group.plan, tap(group.images))):
+            yield self.fake.result(page)
+
+    def cancel(self) -> None:
+        self.inner.cancel()
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 class PageFailingFakeEngine(CountingFakeEngine):
@@ -77,11 +105,8 @@ class PageFailingFakeEngine(CountingFakeEngine):
         super().__init__(inner)
         self.fail = fail
 
-    def recognize(self, pages: Iterable[PageImage], max_in_flight: int | None = None) -> Iterator[RecognizedPage]:
-        for rec in super().recognize(pages, max_in_flight):
-            if rec.page in self.fail:
-                rec = RecognizedPage(
-                    page=rec.page, width_pt=rec.width_pt, height_pt=rec.height_pt, engine=self.name,
-                    error=ErrorInfo(code="engine_failed", message="fake worker crash", page=rec.page, retryable=True),
-                )
-            yield rec
+    def result(self, page: Page) -> Page:
+        if page.number not in self.fail:
+            return page
+        error = ErrorInfo(code="engine_failed", message="fake worker crash", page=page.number, retryable=True)
+        return page.model_copy(update={"status": PageStatus.FAILED, "error": error, "lines": []})

@@ -4,8 +4,8 @@ from longdoc.plan import BoundaryCache, Workspace
 
 
 def test_admission_by_watermark():
-    ws = Workspace(budget_bytes=1000, watermark=0.8)
-    assert ws.limit_bytes == 800
+    ws = Workspace(budget=1000, watermark=0.8)
+    assert ws.limit == 800
     assert ws.try_reserve(500)
     assert not ws.try_reserve(400)  # 900 > 800
     assert ws.refused == 1
@@ -16,24 +16,27 @@ def test_admission_by_watermark():
 
 
 def test_always_admits_when_empty_so_work_progresses():
-    ws = Workspace(budget_bytes=100, watermark=0.5)
+    ws = Workspace(budget=100, watermark=0.5)
     assert ws.try_reserve(10_000)
     assert not ws.try_reserve(1)
 
 
 def test_release_more_than_reserved_raises():
-    ws = Workspace(budget_bytes=100, watermark=1.0)
+    ws = Workspace(budget=100, watermark=1.0)
     ws.try_reserve(10)
     with pytest.raises(ValueError):
         ws.release(11)
 
 
-def test_pages_in_flight_fits_under_watermark():
-    ws = Workspace(budget_bytes=100 * 2**20, watermark=0.8)  # 80 MiB usable
-    assert ws.pages_in_flight(20 * 2**20) == 4
-    assert ws.pages_in_flight(20 * 2**20, held_bytes=40 * 2**20) == 2
-    assert ws.pages_in_flight(200 * 2**20) == 1  # never zero
-    assert ws.pages_in_flight(1, cap=6) == 6
+def test_held_results_count_and_are_never_refused():
+    ws = Workspace(budget=100, watermark=1.0, unit="tokens")
+    assert ws.try_reserve(60)
+    ws.hold(50)  # over the limit: held anyway
+    assert ws.in_use == 110 and ws.peak == 110
+    assert not ws.try_reserve(1)
+    ws.release(50)
+    ws.release(60)
+    assert ws.try_reserve(100)
 
 
 class _Item:
