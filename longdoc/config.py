@@ -72,6 +72,31 @@ class ServiceSettings(_Section):
         return self
 
 
+OpenAIProfile = Literal["unlimited-ocr", "deepseek-ocr-2", "paddleocr-vl", "generic"]
+
+
+class OpenAISettings(_Section):
+    """The ``openai`` engine: a vLLM or SGLang server's OpenAI-compatible API."""
+
+    base_url: str = Field(default="http://127.0.0.1:8001/v1", description="the server's /v1 URL")
+    model: str | None = Field(default=None, description="served model name; None = the server's first model")
+    api_key: SecretStr | None = None
+    profile: OpenAIProfile = Field(default="unlimited-ocr", description="prompt, image mode and output parser")
+    server: Literal["vllm", "sglang"] = Field(default="vllm", description="how model-specific sampling "
+                                              "arguments are sent (vllm_xargs or custom_params)")
+    max_concurrency: int = Field(default=8, ge=1, description="requests (and groups) in flight at once")
+    kv_budget_tokens: int = Field(default=262_144, ge=1_000, description="KV tokens the server can hold; "
+                                  "groups start while the estimate stays under kv_cache_watermark of it")
+    timeout_seconds: float = Field(default=300.0, gt=0, description="one request, first byte to last")
+    retries: int = Field(default=3, ge=0, description="retries of a request after a 5xx or a connection error")
+    max_pages_per_request: int | None = Field(default=None, ge=1, description="None = the profile's")
+    max_tokens_per_page: int | None = Field(default=None, ge=16, description="None = the profile's")
+    prompt: str | None = Field(default=None, description="overrides the profile's prompt (generic profile)")
+    fallback_engine: str | None = Field(default="rapidocr", description="CPU engine for pages the model "
+                                        "cannot produce whole; None = such pages fail")
+    stream: bool = Field(default=True, description="stream answers (a repetition loop is stopped early)")
+
+
 class InferenceSettings(_Section):
     engine: str = "rapidocr"
     model_path: str | None = None
@@ -86,6 +111,7 @@ class InferenceSettings(_Section):
     workers: int = Field(default=0, ge=0, description="parallel page workers; 0 = one per core")
     threads_per_worker: int = Field(default=1, ge=1)
     page_timeout_seconds: float = Field(default=300.0, gt=0)
+    openai: OpenAISettings = OpenAISettings()
 
     @model_validator(mode="after")
     def _overlap_below_chunk(self) -> InferenceSettings:
@@ -146,6 +172,15 @@ class Settings(BaseSettings):
     client: ClientSettings = ClientSettings()
 
     yaml_file: ClassVar[Path | None] = None
+
+    @model_validator(mode="after")
+    def _request_timeout_below_job_timeout(self) -> Settings:
+        if self.inference.engine == "openai" and self.inference.openai.timeout_seconds >= self.service.timeout_seconds:
+            raise ValueError(
+                f"inference.openai.timeout_seconds ({self.inference.openai.timeout_seconds:g}) must be below "
+                f"service.timeout_seconds ({self.service.timeout_seconds}): a request times out before its job"
+            )
+        return self
 
     @classmethod
     def settings_customise_sources(

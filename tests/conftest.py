@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from longdoc.config import Settings, load_settings
@@ -31,3 +36,35 @@ def dev_corpus() -> Path:
     if not (DEV_CORPUS / "MANIFEST.tsv").is_file():
         pytest.skip(f"evaluation corpus not found at {DEV_CORPUS}")
     return DEV_CORPUS
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def standin_server(tmp_path_factory):
+    """The stand-in model server (``python -m longdoc.standin.model_server``:
+    an OpenAI-compatible API answering from RapidOCR; no model) in its own
+    process; yields its URL (``…/v1`` is the API)."""
+    port = free_port()
+    log = open(tmp_path_factory.mktemp("standin") / "standin.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "longdoc.standin.model_server", "--port", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        assert proc.poll() is None, "the stand-in model server exited"
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "the stand-in model server did not start"
+        time.sleep(0.2)
+    yield url
+    proc.terminate()
+    proc.wait(10)
+    log.close()

@@ -166,6 +166,10 @@ class Engine(Protocol):
     def group_cost(self, plan: GroupPlan) -> int:
         """What the group holds while in flight, in ``capabilities.cost_unit``."""
 
+    def health(self) -> bool:
+        """Whether the engine can take work now (a model server answering).
+        Cheap; never raises."""
+
     def close(self) -> None:
         """Release models, workers and connections. Idempotent."""
 

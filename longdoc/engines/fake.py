@@ -81,6 +81,9 @@ class FakeEngine:
     def group_cost(self, plan: GroupPlan) -> int:
         return self.cost_per_page * (len(plan.owned) + len(plan.context))
 
+    def health(self) -> bool:
+        return True
+
     def close(self) -> None:
         self.loaded = False
 

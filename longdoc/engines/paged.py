@@ -75,6 +75,10 @@ class PagedEngine:
         pages = min(len(plan.owned), self.recognizer.max_in_flight)
         return pages * self.recognizer.workspace_bytes(_probe(plan))
 
+    def health(self) -> bool:
+        """Local workers: they are (re)started on demand."""
+        return True
+
     def close(self) -> None:
         self.recognizer.close()
 

@@ -1,9 +1,10 @@
 """Engines by name: ``get_engine("rapidocr", settings)``.
 
 The registry maps a name to a factory that builds an (unloaded) engine from
-the inference settings. Later engines (``openai``, ``native``) join with
+the inference settings. Later engines (``native``) join with
 :func:`register_engine`. Factories import their engine module lazily, so
-asking for one engine never imports another's dependencies.
+asking for one engine never imports another's dependencies. ``openai``
+drives a model server (:mod:`longdoc.engines.openai`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,13 @@ def _tesseract(settings: InferenceSettings) -> Engine:
     return PagedEngine(recognizer, workspace_budget=settings.workspace_budget_mb * 2**20)
 
 
-_FACTORIES: dict[str, EngineFactory] = {"rapidocr": _rapidocr, "tesseract": _tesseract}
+def _openai(settings: InferenceSettings) -> Engine:
+    from longdoc.engines.openai import OpenAIEngine
+
+    return OpenAIEngine(settings)
+
+
+_FACTORIES: dict[str, EngineFactory] = {"rapidocr": _rapidocr, "tesseract": _tesseract, "openai": _openai}
 
 
 def register_engine(name: str, factory: EngineFactory) -> None:

@@ -99,10 +99,19 @@ class Pipeline:
         engine.load()  # idempotent
         return engine
 
+    def engine_health(self, name: str) -> bool:
+        """Whether the engine ``name`` can take work now (built if needed, not loaded)."""
+        return self._engine_object(name).health()
+
     def admission(self, name: str) -> Admission:
         """The admission (workspace and counters) of the engine ``name``."""
         self._engine_object(name)
         return self._admissions[name]
+
+    def engines(self) -> dict[str, Engine]:
+        """Every engine built so far, by name."""
+        with self._lock:
+            return dict(self._engines)
 
     def admissions(self) -> dict[str, Admission]:
         """The admission of every engine built so far, by name."""

@@ -190,15 +190,16 @@ class Container:
 
     def _engine_ready(self) -> bool:
         """With warm-up, the engine has run a real page; without it, the
-        engine is known (it loads on the first job)."""
+        engine is known (it loads on the first job). Either way it must be
+        able to take work now (a model server must answer)."""
         name = self.settings.inference.engine
-        if self.settings.service.warmup:
-            return name in self.pipeline.loaded_engines()
+        if self.settings.service.warmup and name not in self.pipeline.loaded_engines():
+            return False
         try:
             check_engine_name(name)
+            return self.pipeline.engine_health(name)
         except LongdocError:
             return False
-        return True
 
     def _install_metrics(self) -> None:
         m = self.metrics
@@ -219,6 +220,9 @@ class Container:
                  lambda: {n: float(a.in_flight) for n, a in admissions().items()})
         m.mirror("longdoc_engine_groups_waiting", "Page groups waiting for room under the watermark", "engine",
                  lambda: {n: float(a.waiting) for n, a in admissions().items()})
+        m.mirror("longdoc_model_requests_in_flight", "Requests in flight to a model server, per engine", "engine",
+                 lambda: {n: float(e.requests_in_flight) for n, e in self.pipeline.engines().items()
+                          if hasattr(e, "requests_in_flight")})
 
     def _record_delivery(self, job_id: str, url: str, attempt: int, status: int | None,
                          error: str | None, duration_ms: int) -> None:

@@ -9,7 +9,7 @@ import pytest
 from rapidfuzz.distance import Levenshtein
 
 from longdoc.layout import find_furniture, layout_page
-from longdoc.model import BBox, Line, Page
+from longdoc.model import BBox, Line
 
 from .synth import FULL, LEFT, PARAGRAPHS, RIGHT, Column, journal_page, line, page_of, raster
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from longdoc.layout import find_furniture, layout_page
-from longdoc.model import BBox, BlockKind, Line, Page
+from longdoc.model import BBox, BlockKind, Line
 
 from .synth import (
     FULL,

@@ -33,6 +33,9 @@ class NoEngineFake:
     def group_cost(self, plan: GroupPlan) -> int:
         raise AssertionError("OCR engine asked to cost a group where no page needed OCR")
 
+    def health(self) -> bool:
+        return True
+
     def close(self) -> None:
         pass
 
@@ -69,6 +72,9 @@ class CountingFakeEngine:
 
     def group_cost(self, plan: GroupPlan) -> int:
         return self.inner.group_cost(plan)
+
+    def health(self) -> bool:
+        return self.inner.health()
 
     def close(self) -> None:
         pass  # the inner engine belongs to the session fixture

@@ -28,7 +28,6 @@ import copy
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -41,6 +40,7 @@ import pytest
 import yaml
 
 from longdoc.client import LongdocClient
+from tests.conftest import free_port
 from tests.docgen import GeneratedDoc, english_report, long_textlayer
 from tests.pg import pg_server  # noqa: F401  (fixture)
 
@@ -51,12 +51,6 @@ STOP_TIMEOUT_S = 30.0
 LOG_TAIL_CHARS = 6000
 
 _LIVE: list[Server] = []
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def deep_merge(base: dict, extra: dict) -> dict:

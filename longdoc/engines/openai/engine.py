@@ -1,0 +1,374 @@
+"""The ``openai`` engine: a vision-language OCR model behind vLLM or SGLang.
+
+A page group becomes requests to the model server's OpenAI-compatible chat
+completions API, shaped by the model's profile
+(:mod:`longdoc.engines.openai.profiles`)::
+
+    group (context c | owned o1 … on)
+      multi-page profile:  one request per ≤ max_pages_per_request pages,
+                           the first carrying the context pages again; the
+                           answer split on <PAGE>, the context pages' share
+                           dropped (each page has one owner)
+      one-page profile:    one request per owned page, concurrently
+
+Admission is by tokens: a group costs ``visual_tokens_per_page`` × pages
+sent + ``output_tokens_per_page`` × owned pages, against
+``inference.openai.kv_budget_tokens`` (see the pipeline's watermark), and
+no more than ``max_concurrency`` requests are in flight.
+
+Never a silent truncation. An answer that stopped at ``max_tokens``, ends in
+a repetition loop, holds the wrong number of pages, is empty, or never
+came (a 5xx or a dropped connection after retries, a timeout) is not used.
+The pages go down a ladder instead, each rung recorded on the pages it
+produces (``Page.produced_by`` and ``Page.recovery``)::
+
+    group ─► split (halves, then halves of halves) ─► single pages ─► fallback CPU engine
+                                                                      (inference.openai.fallback_engine)
+
+and a page no rung could produce fails with ``engine_failed`` naming why.
+A server that refuses connections is down: the group raises
+:class:`~longdoc.errors.EngineUnavailable` (the job can be retried) rather
+than falling back page by page.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import logging
+import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from PIL import Image
+
+from longdoc.config import InferenceSettings
+from longdoc.engines.base import (
+    Engine,
+    EngineCapabilities,
+    EngineSession,
+    GroupPlan,
+    PageGroup,
+    PageImage,
+)
+from longdoc.engines.openai.checks import Incomplete, check_answer, check_pages
+from longdoc.engines.openai.client import Answer, ModelClient, RequestFailed, ServerFacts
+from longdoc.engines.openai.parsers import split_pages
+from longdoc.engines.openai.profiles import get_profile
+from longdoc.errors import EngineFailed, EngineUnavailable, JobCancelled
+from longdoc.model import ErrorInfo, Page, PageStatus
+
+log = logging.getLogger(__name__)
+
+JPEG_QUALITY = 90
+
+
+class OpenAIEngine:
+    """See the module docstring. ``transport`` (an httpx transport) is for
+    tests that answer without a server."""
+
+    name = "openai"
+
+    def __init__(self, settings: InferenceSettings, transport: Any = None) -> None:
+        self.settings = settings
+        self.config = settings.openai
+        self.profile = get_profile(self.config.profile)
+        self.capabilities = EngineCapabilities(
+            languages=("any",), output="blocks", needs_context=self.profile.multi_page,
+            groups_in_flight=self.config.max_concurrency, sequential_groups=False, cost_unit="tokens",
+        )
+        self.workspace_budget = self.config.kv_budget_tokens
+        self.transport = transport
+        self.requests = threading.BoundedSemaphore(self.config.max_concurrency)
+        self._in_flight = 0
+        self._count_lock = threading.Lock()
+        self.facts: ServerFacts | None = None
+        self._fallback: Engine | None = None
+        self._load_lock = threading.Lock()
+
+    @property
+    def version(self) -> str:
+        """``<model>/<profile>``: the configured model until the server
+        named it (a checkpoint made with another model is not reused)."""
+        model = self.facts.model if self.facts else (self.config.model or "server-default")
+        return f"{model}/{self.profile.name}"
+
+    @property
+    def requests_in_flight(self) -> int:
+        return self._in_flight
+
+    @property
+    def pages_per_request(self) -> int:
+        if not self.profile.multi_page:
+            return 1
+        return self.config.max_pages_per_request or self.profile.max_pages_per_request
+
+    # -- Engine -------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Ask the server which model it serves. Raises EngineUnavailable."""
+        with self._load_lock:
+            if self.facts is None:
+                client = self.client()
+                try:
+                    self.facts = client.facts(self.config.model)
+                finally:
+                    client.close()
+
+    def open_session(self) -> OpenAISession:
+        self.load()
+        return OpenAISession(self)
+
+    def group_cost(self, plan: GroupPlan) -> int:
+        """Estimated KV tokens: every page sent, plus the owned pages' answers."""
+        sent = len(plan.owned) + len(plan.context)
+        return sent * self.profile.visual_tokens_per_page + len(plan.owned) * self.profile.output_tokens_per_page
+
+    def health(self) -> bool:
+        """The model server answers ``GET /models`` within a few seconds."""
+        client = self.client()
+        try:
+            client.facts(self.facts.model if self.facts else self.config.model)
+            return True
+        except EngineUnavailable:
+            return False
+        finally:
+            client.close()
+
+    def close(self) -> None:
+        if self._fallback is not None:
+            self._fallback.close()
+            self._fallback = None
+
+    # -- parts for the session ------------------------------------------------------
+
+    def client(self) -> ModelClient:
+        key = self.config.api_key.get_secret_value() if self.config.api_key else None
+        return ModelClient(self.config.base_url, key, self.config.timeout_seconds, self.config.retries,
+                           _CountingSemaphore(self), self.transport)
+
+    def fallback(self) -> Engine | None:
+        """The CPU engine for pages the model could not produce (built once)."""
+        name = self.config.fallback_engine
+        if name is None or name == self.name:
+            return None
+        with self._load_lock:
+            if self._fallback is None:
+                from longdoc.engines.registry import get_engine
+
+                self._fallback = get_engine(name, self.settings)
+            return self._fallback
+
+    def max_tokens(self, pages: int) -> int:
+        per_page = self.config.max_tokens_per_page or self.profile.max_tokens_per_page
+        context = (self.facts.max_model_len if self.facts and self.facts.max_model_len else None) or self.profile.context_tokens
+        room = context - pages * self.profile.visual_tokens_per_page - 64
+        return max(16, min(per_page * pages, room))
+
+    def request_body(self, images: list[str], pages: int) -> dict[str, Any]:
+        """A chat completion for ``images`` (data URIs), as the profile and
+        the server kind ask for it."""
+        profile, config = self.profile, self.config
+        content: list[dict[str, Any]] = [{"type": "text", "text": profile.prompt(pages, config.server, config.prompt)}]
+        content += [{"type": "image_url", "image_url": {"url": uri}} for uri in images]
+        body: dict[str, Any] = {
+            "model": self.facts.model if self.facts else config.model,
+            "messages": [{"role": "user", "content": content}],
+            "temperature": 0.0, "max_tokens": self.max_tokens(pages), "stream": config.stream,
+        }
+        if profile.keep_special_tokens:
+            body["skip_special_tokens"] = False
+        if profile.ngram is not None and config.server == "vllm":
+            body["vllm_xargs"] = profile.ngram.args(pages)
+        if profile.name == "unlimited-ocr" and config.server == "sglang":
+            body["images_config"] = {"image_mode": "base" if pages > 1 else "gundam"}
+        return body
+
+    def _count(self, delta: int) -> None:
+        with self._count_lock:
+            self._in_flight += delta
+
+
+class _CountingSemaphore:
+    """The engine's request semaphore, counting what is in flight (for /metrics)."""
+
+    def __init__(self, engine: OpenAIEngine) -> None:
+        self.engine = engine
+
+    def __enter__(self) -> None:
+        self.engine.requests.acquire()
+        self.engine._count(+1)
+
+    def __exit__(self, *exc: object) -> None:
+        self.engine._count(-1)
+        self.engine.requests.release()
+
+
+@dataclass
+class _Shown:
+    """A page as sent: its data URI and size in points."""
+
+    page: int
+    uri: str
+    width_pt: float
+    height_pt: float
+
+
+class OpenAISession:
+    """One document's requests. :meth:`cancel` aborts the requests in flight."""
+
+    def __init__(self, engine: OpenAIEngine) -> None:
+        self.engine = engine
+        self.client = engine.client()
+        self._cancelled = threading.Event()
+        self._fallback_session: EngineSession | None = None
+        self._lock = threading.Lock()
+        self._group: PageGroup | None = None
+
+    # -- EngineSession --------------------------------------------------------------
+
+    def recognize(self, group: PageGroup) -> Iterator[Page]:
+        self._group = group
+        shown = {s.page: s for s in self._encode(group.images)}
+        owned = [n for n in group.owned if n in shown]
+        context = [n for n in group.context if n in shown]
+        results: dict[int, Page] = {}
+        if self.engine.profile.multi_page:
+            size = self.engine.pages_per_request
+            for start in range(0, len(owned), size):
+                chunk = owned[start:start + size]
+                results.update(self._ladder(context if start == 0 else [], chunk, shown, "group", []))
+        else:
+            results.update(self._one_page_each(owned, shown))
+        for number in owned:
+            yield results[number]
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        self.client.close()
+        with self._lock:
+            if self._fallback_session is not None:
+                self._fallback_session.cancel()
+
+    def close(self) -> None:
+        self.client.close()
+        with self._lock:
+            if self._fallback_session is not None:
+                self._fallback_session.close()
+                self._fallback_session = None
+
+    # -- the ladder -------------------------------------------------------------------
+
+    def _one_page_each(self, owned: list[int], shown: dict[int, _Shown]) -> dict[int, Page]:
+        workers = max(1, min(len(owned), self.engine.config.max_concurrency))
+        with ThreadPoolExecutor(workers, thread_name_prefix="longdoc-openai") as pool:
+            futures = [pool.submit(self._ladder, [], [n], shown, "page", []) for n in owned]
+            results: dict[int, Page] = {}
+            for future in futures:
+                results.update(future.result())
+        return results
+
+    def _ladder(self, context: list[int], owned: list[int], shown: dict[int, _Shown], path: str,
+                recovery: list[str]) -> dict[int, Page]:
+        """``owned`` pages from one request, or from the next rung down."""
+        try:
+            return self._request(context, owned, shown, path, recovery)
+        except (Incomplete, RequestFailed) as exc:
+            reason = exc.reason
+        if self._cancelled.is_set():
+            raise JobCancelled("The document's requests were cancelled.")
+        step = [*recovery, f"{path}: {reason}"]
+        log.info("model answer not usable", extra={"pages": owned, "path": path, "reason": reason})
+        if len(owned) > 1:
+            half = (len(owned) + 1) // 2
+            out: dict[int, Page] = {}
+            for part in (owned[:half], owned[half:]):
+                out.update(self._ladder([], part, shown, "split" if len(part) > 1 else "single", step))
+            return out
+        if context:  # one owned page sent with its context: alone next
+            return self._ladder([], owned, shown, "single", step)
+        return self._fall_back(owned, shown, step)
+
+    def _request(self, context: list[int], owned: list[int], shown: dict[int, _Shown], path: str,
+                 recovery: list[str]) -> dict[int, Page]:
+        sent = [*context, *owned]
+        body = self.engine.request_body([shown[n].uri for n in sent], len(sent))
+        answer = self.client.complete(body, self._cancelled.is_set)
+        if self._cancelled.is_set():
+            raise JobCancelled("The document's requests were cancelled.")
+        check_answer(answer.text, answer.finish_reason)
+        notes = list(recovery)
+        if answer.retries:
+            notes.append(f"{path}: retried {answer.retries}x after a transient failure")
+        if not answer.text.strip():
+            raise Incomplete("empty", "the answer is empty")
+        chunks = split_pages(answer.text) if len(sent) > 1 else [answer.text]
+        if len(sent) > 1:
+            check_pages(chunks, len(sent))
+        pages = {}
+        for number, text in zip(sent[len(context):], chunks[len(context):]):
+            pages[number] = self._page(number, text, shown[number], path, notes, answer)
+        return pages
+
+    def _page(self, number: int, text: str, shown: _Shown, path: str, notes: list[str], answer: Answer) -> Page:
+        blocks = self.engine.profile.parser(text, number, shown.width_pt, shown.height_pt)
+        return Page(number=number, width=shown.width_pt, height=shown.height_pt, blocks=blocks,
+                    engine=self.engine.name, engine_version=self.engine.version, produced_by=path,
+                    recovery=list(notes))
+
+    def _fall_back(self, owned: list[int], shown: dict[int, _Shown], recovery: list[str]) -> dict[int, Page]:
+        fallback = self.engine.fallback()
+        if fallback is None:
+            return {n: _failed(n, shown[n], recovery, "no fallback engine is configured") for n in owned}
+        session = self._fallback()
+        assert self._group is not None and self._group.render is not None, "the pipeline renders pages again"
+        plan = GroupPlan(index=self._group.plan.index, owned=tuple(owned), sizes=self._group.plan.sizes,
+                         dpi=self._group.plan.dpi)
+        out = {}
+        for page in session.recognize(PageGroup(plan, self._group.render(owned))):
+            out[page.number] = page.model_copy(update={
+                "produced_by": f"fallback:{fallback.name}", "recovery": [*recovery, f"fallback: {fallback.name}"]})
+        for n in owned:
+            out.setdefault(n, _failed(n, shown[n], recovery, f"the fallback engine {fallback.name} returned nothing"))
+        return out
+
+    def _fallback(self) -> EngineSession:
+        with self._lock:
+            if self._fallback_session is None:
+                engine = self.engine.fallback()
+                assert engine is not None
+                self._fallback_session = engine.open_session()
+            return self._fallback_session
+
+    # -- images ---------------------------------------------------------------------
+
+    def _encode(self, images: Iterable[PageImage]) -> Iterator[_Shown]:
+        for image in images:
+            if self._cancelled.is_set():
+                raise JobCancelled("The document's requests were cancelled.")
+            yield _Shown(image.page, data_uri(image, self.engine.profile.image_max_side), image.width_pt,
+                         image.height_pt)
+
+
+def data_uri(image: PageImage, max_side: int) -> str:
+    """The page as a JPEG data URI, its longest side at most ``max_side`` pixels."""
+    picture = Image.fromarray(image.image)
+    scale = max_side / max(picture.size)
+    if scale < 1:
+        picture = picture.resize((max(1, round(picture.width * scale)), max(1, round(picture.height * scale))),
+                                 Image.Resampling.LANCZOS)
+    buffer = io.BytesIO()
+    picture.convert("RGB").save(buffer, format="JPEG", quality=JPEG_QUALITY)
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _failed(number: int, shown: _Shown, recovery: list[str], why: str) -> Page:
+    message = f"Page {number}: the model could not produce this page ({'; '.join(recovery)}), and {why}."
+    error = ErrorInfo(code=EngineFailed.code, message=message, hint=EngineFailed.hint, page=number, retryable=True)
+    return Page(number=number, width=shown.width_pt, height=shown.height_pt, status=PageStatus.FAILED,
+                error=error, engine="openai", recovery=list(recovery))
+
+
+__all__ = ["EngineUnavailable", "OpenAIEngine", "OpenAISession", "data_uri"]
