@@ -115,3 +115,17 @@ def test_a_cancelled_session_sends_nothing_more():
     with pytest.raises(RequestFailed) as caught:
         _client(handler).complete(BODY, lambda: True)
     assert caught.value.reason == "cancelled" and calls == []
+
+
+def test_health_reads_the_servers_own_health_endpoint():
+    answers = {"/health": 503}
+
+    def handler(request):
+        return httpx.Response(answers.get(request.url.path, 404))
+
+    client = _client(handler)
+    assert not client.healthy()
+    answers["/health"] = 200
+    assert client.healthy()
+    answers.pop("/health")  # a server without /health
+    assert client.healthy()

@@ -76,6 +76,16 @@ class ModelClient:
 
     # -- the server --------------------------------------------------------------
 
+    def healthy(self) -> bool:
+        """The server's own ``/health`` (next to ``/v1``) answers 200, or
+        the server has none (404). Never raises."""
+        root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+        try:
+            status = self._http.get(f"{root}/health", timeout=5.0).status_code
+        except httpx.HTTPError:
+            return False
+        return status in (200, 404)
+
     def facts(self, wanted_model: str | None) -> ServerFacts:
         """The served model (``wanted_model`` or the first one) from
         ``GET /models``. Raises EngineUnavailable."""

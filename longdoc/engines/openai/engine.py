@@ -127,9 +127,12 @@ class OpenAIEngine:
         return sent * self.profile.visual_tokens_per_page + len(plan.owned) * self.profile.output_tokens_per_page
 
     def health(self) -> bool:
-        """The model server answers ``GET /models`` within a few seconds."""
+        """The model server answers ``/health`` and ``GET /v1/models`` (with
+        the model) within a few seconds."""
         client = self.client()
         try:
+            if not client.healthy():
+                return False
             client.facts(self.facts.model if self.facts else self.config.model)
             return True
         except EngineUnavailable:
