@@ -87,6 +87,8 @@ class OpenAIEngine:
         self.facts: ServerFacts | None = None
         self._fallback: Engine | None = None
         self._load_lock = threading.Lock()
+        #: the fallback engine is shared by every session and reads one group at a time
+        self.fallback_lock = threading.Lock()
 
     @property
     def version(self) -> str:
@@ -219,6 +221,16 @@ class _Shown:
     height_pt: float
 
 
+@dataclass
+class _Work:
+    """One group in a session: the group (to render pages again for a
+    fallback) and its pages as sent. Groups of a document may run at once,
+    so this travels down the ladder rather than living on the session."""
+
+    group: PageGroup
+    shown: dict[int, _Shown]
+
+
 class OpenAISession:
     """One document's requests. :meth:`cancel` aborts the requests in flight."""
 
@@ -228,23 +240,21 @@ class OpenAISession:
         self._cancelled = threading.Event()
         self._fallback_session: EngineSession | None = None
         self._lock = threading.Lock()
-        self._group: PageGroup | None = None
 
     # -- EngineSession --------------------------------------------------------------
 
     def recognize(self, group: PageGroup) -> Iterator[Page]:
-        self._group = group
-        shown = {s.page: s for s in self._encode(group.images)}
-        owned = [n for n in group.owned if n in shown]
-        context = [n for n in group.context if n in shown]
+        work = _Work(group, {s.page: s for s in self._encode(group.images)})
+        owned = [n for n in group.owned if n in work.shown]
+        context = [n for n in group.context if n in work.shown]
         results: dict[int, Page] = {}
         if self.engine.profile.multi_page:
             size = self.engine.pages_per_request
             for start in range(0, len(owned), size):
                 chunk = owned[start:start + size]
-                results.update(self._ladder(context if start == 0 else [], chunk, shown, "group", []))
+                results.update(self._ladder(context if start == 0 else [], chunk, work, "group", []))
         else:
-            results.update(self._one_page_each(owned, shown))
+            results.update(self._one_page_each(owned, work))
         for number in owned:
             yield results[number]
 
@@ -264,20 +274,20 @@ class OpenAISession:
 
     # -- the ladder -------------------------------------------------------------------
 
-    def _one_page_each(self, owned: list[int], shown: dict[int, _Shown]) -> dict[int, Page]:
+    def _one_page_each(self, owned: list[int], work: _Work) -> dict[int, Page]:
         workers = max(1, min(len(owned), self.engine.config.max_concurrency))
         with ThreadPoolExecutor(workers, thread_name_prefix="longdoc-openai") as pool:
-            futures = [pool.submit(self._ladder, [], [n], shown, "page", []) for n in owned]
+            futures = [pool.submit(self._ladder, [], [n], work, "page", []) for n in owned]
             results: dict[int, Page] = {}
             for future in futures:
                 results.update(future.result())
         return results
 
-    def _ladder(self, context: list[int], owned: list[int], shown: dict[int, _Shown], path: str,
+    def _ladder(self, context: list[int], owned: list[int], work: _Work, path: str,
                 recovery: list[str]) -> dict[int, Page]:
         """``owned`` pages from one request, or from the next rung down."""
         try:
-            return self._request(context, owned, shown, path, recovery)
+            return self._request(context, owned, work.shown, path, recovery)
         except (Incomplete, RequestFailed) as exc:
             reason = exc.reason
         if self._cancelled.is_set():
@@ -288,11 +298,11 @@ class OpenAISession:
             half = (len(owned) + 1) // 2
             out: dict[int, Page] = {}
             for part in (owned[:half], owned[half:]):
-                out.update(self._ladder([], part, shown, "split" if len(part) > 1 else "single", step))
+                out.update(self._ladder([], part, work, "split" if len(part) > 1 else "single", step))
             return out
         if context:  # one owned page sent with its context: alone next
-            return self._ladder([], owned, shown, "single", step)
-        return self._fall_back(owned, shown, step)
+            return self._ladder([], owned, work, "single", step)
+        return self._fall_back(owned, work, step)
 
     def _request(self, context: list[int], owned: list[int], shown: dict[int, _Shown], path: str,
                  recovery: list[str]) -> dict[int, Page]:
@@ -321,16 +331,18 @@ class OpenAISession:
                     engine=self.engine.name, engine_version=self.engine.version, produced_by=path,
                     recovery=list(notes))
 
-    def _fall_back(self, owned: list[int], shown: dict[int, _Shown], recovery: list[str]) -> dict[int, Page]:
+    def _fall_back(self, owned: list[int], work: _Work, recovery: list[str]) -> dict[int, Page]:
+        shown = work.shown
         fallback = self.engine.fallback()
-        if fallback is None:
+        if fallback is None or work.group.render is None:
             return {n: _failed(n, shown[n], recovery, "no fallback engine is configured") for n in owned}
         session = self._fallback()
-        assert self._group is not None and self._group.render is not None, "the pipeline renders pages again"
-        plan = GroupPlan(index=self._group.plan.index, owned=tuple(owned), sizes=self._group.plan.sizes,
-                         dpi=self._group.plan.dpi)
+        plan = GroupPlan(index=work.group.plan.index, owned=tuple(owned), sizes=work.group.plan.sizes,
+                         dpi=work.group.plan.dpi)
         out = {}
-        for page in session.recognize(PageGroup(plan, self._group.render(owned))):
+        with self.engine.fallback_lock:  # a page engine reads one group at a time
+            pages = list(session.recognize(PageGroup(plan, work.group.render(owned))))
+        for page in pages:
             out[page.number] = page.model_copy(update={
                 "produced_by": f"fallback:{fallback.name}", "recovery": [*recovery, f"fallback: {fallback.name}"]})
         for n in owned:
