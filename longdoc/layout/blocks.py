@@ -38,7 +38,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from longdoc.layout.geometry import LineBox, h_overlap, same_row
-from longdoc.layout.text import ends_sentence, has_list_marker, is_label, join_lines, join_pair, runs_on
+from longdoc.layout.text import (
+    ends_sentence,
+    has_list_marker,
+    is_label,
+    join_lines,
+    join_pair,
+    runs_on,
+    starts_with_reference,
+)
 from longdoc.model import BlockKind
 
 TALL_FACTOR = 1.25
@@ -150,7 +158,9 @@ def _follows(block: list[LineBox], prev: LineBox, l: LineBox, m: Metrics) -> boo
 def _opens_block(block: list[LineBox], row: list[LineBox], prev: LineBox, l: LineBox, m: Metrics) -> bool:
     """``l`` starts something new: an item, a label, a numbered heading, or
     (paragraphs) a new paragraph by indent, outdent or a short finished line."""
-    if has_list_marker(l.text) or is_label(l.text) or numbered_heading_level(l, m) or numbered_heading_level(block[0], m):
+    if has_list_marker(l.text) or is_label(l.text) or starts_with_reference(l.text):
+        return True
+    if numbered_heading_level(l, m) or numbered_heading_level(block[0], m):
         return True
     if m.tall(l):
         return False  # a heading wrapped over lines, possibly centred

@@ -3,7 +3,8 @@
 ::
 
     lines ─► drop blank ─► furniture apart
-    body  ─► OCR padding off ─► margin notes, oversized lines apart
+    body  ─► segments of a visual line rejoined ─► OCR padding off
+          ─► margin notes, oversized lines apart
           ─► mend gutters (clip pokes, split merged lines) ─► XY-cut order
           ─► segment ─► classify ─► join across columns
           ─► place side notes and oversized lines
@@ -16,6 +17,7 @@ from longdoc.layout.blocks import Draft, classify, join_across_columns, measure,
 from longdoc.layout.geometry import LineBox, depad, enclosing, norm_box, typical_line_height, v_overlap
 from longdoc.layout.gutters import find_gutters, mend
 from longdoc.layout.order import reading_order
+from longdoc.layout.segments import rejoin
 from longdoc.layout.sidenotes import find_margin_strips, group_notes, pick_anchor
 from longdoc.layout.text import join_lines
 from longdoc.model import BBox, Block, BlockKind, Page
@@ -31,11 +33,18 @@ OVERSIZED_LINES = 3.0
 OVERSIZED_NEIGHBOURS = 2
 
 
-def layout_page(rec: Page, furniture: dict[int, BlockKind]) -> list[Block]:
+def layout_page(rec: Page, furniture: dict[int, BlockKind], *, exact_lines: bool = False) -> list[Block]:
     """Blocks of one recognized page (its ``lines``) in reading order.
 
     ``furniture`` maps indexes of ``rec.lines`` to HEADER / FOOTER /
     PAGE_NUMBER (from :func:`~longdoc.layout.furniture.find_furniture`).
+    ``exact_lines``: the lines come from a text layer (exact boxes, cut
+    only where the PDF left a gap): segments of one visual line are joined
+    back unless a whitespace channel runs between them
+    (:mod:`~longdoc.layout.segments`), and no line is split at an estimated
+    column gutter, so no word leaves its line or its order. OCR lines are
+    whole visual lines already; one merged across a column gutter is split
+    there (:mod:`~longdoc.layout.gutters`).
 
     Result: every non-blank line of ``rec.lines`` in exactly one block; ``order``
     runs 0..k-1 and ``id`` is ``f"p{page}-b{order}"``. Furniture lines each
@@ -55,18 +64,20 @@ def layout_page(rec: Page, furniture: dict[int, BlockKind]) -> list[Block]:
     if not lines:
         return []
     furn = sorted((l for l in lines if l.idx in furniture), key=lambda l: (l.y0, l.x0))
-    flow = _body(rec, [l for l in lines if l.idx not in furniture])
+    flow = _body(rec, [l for l in lines if l.idx not in furniture], exact_lines)
     mid = rec.height / 2
     top = [_furniture_draft(l, furniture) for l in furn if l.cy < mid]
     bottom = [_furniture_draft(l, furniture) for l in furn if l.cy >= mid]
     return _number([*top, *flow, *bottom], rec.number)
 
 
-def _body(rec: Page, body: list[LineBox]) -> list[Draft]:
+def _body(rec: Page, body: list[LineBox], exact_lines: bool) -> list[Draft]:
     """The body's blocks in reading order (the steps in the module docstring)."""
     if not body:
         return []
     body = depad(body, typical_line_height(body))
+    if exact_lines:  # a text layer cut these where the PDF left a gap: whole visual lines again
+        body = rejoin(body, typical_line_height(body))
     h = typical_line_height(body)
     gutter = max(MIN_GUTTER_PT, GUTTER_LINES * h)
     min_column = COLUMN_LINES * h
@@ -76,7 +87,8 @@ def _body(rec: Page, body: list[LineBox]) -> list[Draft]:
     flowing = [l for l in body if l.idx not in in_margin]
     oversized = _oversized(flowing, h)
     regular = [l for l in flowing if l.idx not in oversized]
-    regular = mend(regular, find_gutters(regular, h), h, gutter)
+    if not exact_lines:  # an OCR line merged across a gutter is split there
+        regular = mend(regular, find_gutters(regular, h), h, gutter)
     ordered = reading_order(regular, gutter, min_column)
     metrics = measure(ordered, h, rec.height, rec.number)
     main = join_across_columns(classify(segment(ordered, metrics), metrics))

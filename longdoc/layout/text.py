@@ -173,6 +173,14 @@ def is_label(text: str) -> bool:
     return (bool(marker) and not rest.strip()) or bool(_LABEL.fullmatch(t))
 
 
+_REFERENCE = re.compile(r"^\s*\[\s*[\w.]{1,5}\s*\]\s+\S")
+
+
+def starts_with_reference(text: str) -> bool:
+    """A reference entry: ``[18] Smith J (2024) …`` (its label and text in one line)."""
+    return bool(_REFERENCE.match(text))
+
+
 def split_list_marker(text: str) -> tuple[str, str]:
     """Split a list item into ``(marker, rest)``: ``"• Milk"`` →
     ``("•", "Milk")``, ``"(iv) Done"`` → ``("(iv)", "Done")``. A text

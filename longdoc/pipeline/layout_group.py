@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from longdoc.errors import LayoutFailed
 from longdoc.layout import find_furniture, layout_page
 from longdoc.model import Page, PageStatus
-from longdoc.pipeline.recognize import error_info
+from longdoc.pipeline.recognize import TEXT_LAYER_ENGINE, error_info
 
 log = logging.getLogger(__name__)
 
@@ -64,5 +64,5 @@ def lay_out(page: Page, neighbors: Sequence[Page]) -> Page:
         blocks = [b.model_copy(update={"order": i, "id": f"p{page.number}-b{i}"})
                   for i, b in enumerate(sorted(page.blocks, key=lambda b: b.order))]
     else:
-        blocks = layout_page(page, find_furniture(page, neighbors))
+        blocks = layout_page(page, find_furniture(page, neighbors), exact_lines=page.engine == TEXT_LAYER_ENGINE)
     return page.model_copy(update={"blocks": blocks, "lines": [], "timings": dict(page.timings)})
