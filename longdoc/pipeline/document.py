@@ -2,7 +2,7 @@
 
 ::
 
-    group g:   [resume from checkpoint] or [recognize ─► layout ─► checkpoint ─► progress]
+    group g:   [resume from checkpoint] or [recognize ─► regions ─► layout ─► checkpoint ─► progress]
                                               ▲
                up to ``lookahead`` groups recognize at once (engines whose
                groups are independent); layout, checkpoints and progress
@@ -30,12 +30,14 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 
+from longdoc.engines.regions import RegionDetector
 from longdoc.ingest.source import DocumentSource
 from longdoc.model import Page, PageStatus
 from longdoc.pipeline.checkpoint import Checkpoint
 from longdoc.pipeline.layout_group import layout_pages
 from longdoc.pipeline.options import ParseOptions
 from longdoc.pipeline.recognize import EngineLane, recognize_group
+from longdoc.pipeline.regions import find_regions
 from longdoc.plan import BoundaryCache, Group
 from longdoc.progress import Progress
 
@@ -56,6 +58,7 @@ class DocumentRun:
         lane: Callable[[], EngineLane] | None,
         lookahead: int,
         text_layer_version: str,
+        regions: RegionDetector | None = None,
     ) -> None:
         self.source, self.numbers, self.options = source, numbers, options
         self.checkpoint, self.progress, self.control = checkpoint, progress, control
@@ -64,6 +67,7 @@ class DocumentRun:
         self._lane_lock = threading.Lock()
         self.lookahead = max(1, lookahead)
         self.text_layer_version = text_layer_version
+        self.regions = regions
         self.boundary: BoundaryCache[Page] = BoundaryCache()
         self._held = 0  # boundary bytes counted in the engine's workspace
         self._pool = ThreadPoolExecutor(self.lookahead, thread_name_prefix="longdoc-group") if self.lookahead > 1 else None
@@ -100,11 +104,14 @@ class DocumentRun:
         return self._pool.submit(self._recognize, group)
 
     def _recognize(self, group: Group) -> dict[int, Page]:
-        return recognize_group(
+        pages = recognize_group(
             self.source, group.index, [self.numbers[i] for i in group.owned],
             [self.numbers[i] for i in group.context], ocr=self.options.ocr, dpi=self.options.dpi,
             lane=self._get_lane, text_layer_version=self.text_layer_version,
         )
+        if self.regions is not None:
+            pages = find_regions(self.source, pages, self.regions)                # regions
+        return pages
 
     def _finish(self, group: Group, future: Future[dict[int, Page]]) -> None:
         """Lay out, checkpoint and report a recognized group (in order)."""

@@ -17,6 +17,7 @@ class ParseOptions:
     engine: str = "rapidocr"
     page_chunk_size: int = 32
     chunk_overlap: int = 2
+    regions: bool = True
     formats: tuple[str, ...] = ("md", "json", "txt")
 
     @classmethod
@@ -28,6 +29,7 @@ class ParseOptions:
             "engine": inf.engine,
             "page_chunk_size": inf.page_chunk_size,
             "chunk_overlap": inf.chunk_overlap,
+            "regions": inf.regions,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

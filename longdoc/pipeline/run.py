@@ -3,7 +3,7 @@
 ::
 
     ingest ─► plan ─► [ per group: recognize (text layer | render ─► engine)
-                                   ─► layout ─► checkpoint ] ─► assemble ─► export
+                                   ─► regions ─► layout ─► checkpoint ] ─► assemble ─► export
 
 :meth:`Pipeline.parse` reads as that list of stages. Memory does not grow
 with page count: pages are rendered lazily inside a group, only the groups
@@ -27,6 +27,7 @@ from longdoc.assemble import stitch
 from longdoc.config import Settings
 from longdoc.engines import get_engine
 from longdoc.engines.base import Engine
+from longdoc.engines.regions import RegionDetector
 from longdoc.export import open_exports
 from longdoc.ingest import parse_page_range
 from longdoc.ingest.sandbox import open_sandboxed
@@ -78,6 +79,7 @@ class Pipeline:
         self._engines: dict[str, Engine] = {}
         self._admissions: dict[str, Admission] = {}
         self._turns: dict[str, FairTurns] = {}
+        self._regions: RegionDetector | None = None
         self._lock = threading.Lock()
 
     def _engine_object(self, name: str) -> Engine:
@@ -123,10 +125,20 @@ class Pipeline:
         and loaded before its first page)."""
         return list(self._engines)
 
+    def region_detector(self) -> RegionDetector:
+        """The layout and table models' worker pool (built on first use)."""
+        with self._lock:
+            if self._regions is None:
+                inf = self.settings.inference
+                self._regions = RegionDetector(inf.effective_workers(), inf.table_model_path)
+            return self._regions
+
     def close(self) -> None:
         for engine in self._engines.values():
             engine.close()
         self._engines.clear()
+        if self._regions is not None:
+            self._regions.close()
 
     def __enter__(self) -> Pipeline:
         return self
@@ -206,8 +218,9 @@ class Pipeline:
                 return EngineLane(self.engine(name), self._admissions[name], self._turns[name], owner,
                                   threading.Event())
 
+        regions = self.region_detector() if options.regions else None
         return DocumentRun(source, numbers, options, checkpoint, progress, control or (lambda: None), lane,
-                           lookahead, TEXT_LAYER_VERSION)
+                           lookahead, TEXT_LAYER_VERSION, regions)
 
     def _assemble_and_export(
         self,

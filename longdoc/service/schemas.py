@@ -20,6 +20,8 @@ class JobOptions(BaseModel):
     ocr: Literal["auto", "force", "off"] | None = None
     engine: str | None = Field(default=None, max_length=64)
     dpi: int | None = Field(default=None, ge=50, le=600)
+    regions: bool | None = Field(default=None, description="layout and table models (tables with cells, "
+                                 "figures, captions, furniture); default inference.regions")
     priority: int = Field(default=0, ge=0, le=9)
     callback_url: str | None = Field(default=None, max_length=2048)
 

@@ -21,7 +21,7 @@ router = APIRouter(prefix="/v1", tags=["jobs"])
 
 ERRORS = {s: {"model": ErrorResponse} for s in (400, 401, 404, 409, 410, 413, 415, 422, 429, 503)}
 FileField = Annotated[UploadFile, File(description="PDF or image (PNG, JPEG, TIFF, BMP, WebP)")]
-OptionsField = Annotated[str | None, Form(description="JSON: formats, pages, ocr, engine, dpi, priority, callback_url")]
+OptionsField = Annotated[str | None, Form(description="JSON: formats, pages, ocr, engine, dpi, regions, priority, callback_url")]
 IdemHeader = Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)]
 POLL_S = 0.25
 
