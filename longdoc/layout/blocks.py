@@ -47,9 +47,11 @@ from longdoc.layout.text import (
     runs_on,
     starts_with_reference,
 )
-from longdoc.model import BlockKind
+from longdoc.model import BlockKind, TableCell
 
 TALL_FACTOR = 1.25
+WIDE_TALL_FACTOR = 1.4
+WIDE_FRACTION = 0.9
 TITLE_FACTOR = 1.5
 PARA_PITCH_FACTOR = 1.45
 INDENT_LINES = 0.6
@@ -76,7 +78,11 @@ class Metrics:
     page: int
 
     def tall(self, l: LineBox) -> bool:
-        return l.size >= TALL_FACTOR * self.size
+        """Heading-tall. A line as wide as the body's lines (not wider) must be clearly
+        taller (:data:`WIDE_TALL_FACTOR`): an OCR box drawn a little loose
+        around a body line is not a heading."""
+        wide = self.line_width > 0 and WIDE_FRACTION * self.line_width <= l.w <= self.line_width / WIDE_FRACTION
+        return l.size >= (WIDE_TALL_FACTOR if wide else TALL_FACTOR) * self.size
 
 
 def measure(ordered: Sequence[LineBox], line_height: float, page_height: float, page: int) -> Metrics:
@@ -186,6 +192,7 @@ class Draft:
     text: str
     level: int | None = None
     notes: list[Draft] = field(default_factory=list)  # side notes placed after it
+    cells: list[TableCell] | None = None  # a table's
 
 
 def classify(runs: list[list[LineBox]], m: Metrics) -> list[Draft]:
@@ -221,7 +228,8 @@ def _classify_run(run: list[LineBox], m: Metrics) -> Draft:
         return Draft(BlockKind.HEADING, list(run), text, level)
     height = statistics.median(l.size for l in run)
     rows = 1 + sum(not same_row(a, b) for a, b in zip(run, run[1:]))
-    if height >= TALL_FACTOR * m.size and rows <= MAX_HEADING_ROWS and len(text) <= MAX_HEADING_CHARS:
+    if height >= TALL_FACTOR * m.size and any(m.tall(l) for l in run) and rows <= MAX_HEADING_ROWS \
+            and len(text) <= MAX_HEADING_CHARS:
         ratio = height / m.size
         size_level = next(lv for r, lv in SIZE_LEVELS if ratio >= r)
         return Draft(BlockKind.HEADING, list(run), text, size_level)

@@ -2,18 +2,20 @@
 
 ::
 
-    lines ─► drop blank ─► furniture apart
+    lines ─► drop blank ─► furniture apart ─► floats apart (tables, figures,
+             captions from the layout model's regions; see floats.py)
     body  ─► segments of a visual line rejoined ─► OCR padding off
           ─► margin notes, oversized lines apart
           ─► mend gutters (clip pokes, split merged lines) ─► XY-cut order
           ─► segment ─► classify ─► join across columns
-          ─► place side notes and oversized lines
+          ─► place side notes and oversized lines ─► place floats
     all   ─► number: top furniture, body, bottom furniture
 """
 
 from __future__ import annotations
 
 from longdoc.layout.blocks import Draft, classify, join_across_columns, measure, segment
+from longdoc.layout.floats import place_floats, take_floats
 from longdoc.layout.geometry import LineBox, depad, enclosing, norm_box, typical_line_height, v_overlap
 from longdoc.layout.gutters import find_gutters, mend
 from longdoc.layout.order import reading_order
@@ -57,6 +59,10 @@ def layout_page(rec: Page, furniture: dict[int, BlockKind], *, exact_lines: bool
     (one line of each column in one box) is split in two new Lines at the
     gutter (:mod:`~longdoc.layout.gutters`); all other blocks hold the
     engine's own Line objects.
+    Regions from the layout model (``rec.regions``) take their tables,
+    figures and captions out of the body first (:mod:`~longdoc.layout.floats`):
+    a TABLE block carries ``cells``; each float goes after the body block
+    above it in its column.
     Blank lines are dropped; an empty page gives ``[]``. Block text comes
     from :func:`~longdoc.layout.text.join_lines` (LIST: one line per item).
     """
@@ -64,7 +70,9 @@ def layout_page(rec: Page, furniture: dict[int, BlockKind], *, exact_lines: bool
     if not lines:
         return []
     furn = sorted((l for l in lines if l.idx in furniture), key=lambda l: (l.y0, l.x0))
-    flow = _body(rec, [l for l in lines if l.idx not in furniture], exact_lines)
+    body = [l for l in lines if l.idx not in furniture]
+    floats, body = take_floats(body, rec.regions, typical_line_height(lines))
+    flow = place_floats(_body(rec, body, exact_lines), floats, typical_line_height(lines))
     mid = rec.height / 2
     top = [_furniture_draft(l, furniture) for l in furn if l.cy < mid]
     bottom = [_furniture_draft(l, furniture) for l in furn if l.cy >= mid]
@@ -167,6 +175,7 @@ def _number(drafts: list[Draft], page: int) -> list[Block]:
             source_pages=[page],
             level=d.level,
             anchor=anchors.get(id(d)),
+            cells=d.cells,
         )
         for n, d in enumerate(drafts)
     ]

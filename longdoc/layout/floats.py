@@ -1,0 +1,221 @@
+"""Floats: tables, figures and their captions, taken out of the text flow.
+
+The layout model's regions (``page.regions``) say where the tables,
+figures and captions are. Their lines leave the body before columns are
+found, so a picture with a centred caption between two columns no longer
+glues the columns together, and a table's cells are not read as short
+paragraphs. Each becomes a block of its own:
+
+- a table → TABLE, with its cells filled from its words
+  (:func:`~longdoc.layout.tables.fill_cells`); a table the structure model
+  could not read (no cells, or a grid of one row or one column) keeps its
+  lines in the body instead;
+- a figure → FIGURE, holding the text drawn inside it (labels, axes); a
+  "figure" holding prose (:data:`PROSE_LINES` long lines or more) is not
+  trusted and its lines stay in the body;
+- a caption → CAPTION. The model sometimes calls a caption plain text: a
+  text region right above or below a table or figure whose first line
+  reads like a caption ("Figure 3.", "Table 2:", "Fig. 1", "图 2"…) is
+  taken for one (:func:`caption_like`).
+
+A caption is paired with the table or figure it touches (the nearest one
+above or below it that it overlaps horizontally); the pair is one float,
+read top to bottom. Each float is then placed in the reading order after
+the last body block above it that overlaps it horizontally (its column),
+or before the first one below it when there is none above
+(:func:`place_floats`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from longdoc.layout.blocks import Draft
+from longdoc.layout.geometry import LineBox, enclosing
+from longdoc.layout.tables import fill_cells, table_text
+from longdoc.layout.text import join_lines
+from longdoc.model import BlockKind, Region, RegionKind
+
+#: share of a line's box that must lie in a region for the line to belong to it
+INSIDE = 0.6
+#: a figure with this many lines of prose is text the model mistook for a picture
+PROSE_LINES = 3
+PROSE_CHARS = 40
+#: a caption pairs with a table or figure at most this many line heights away
+CAPTION_GAP_LINES = 4.0
+
+_KIND = {
+    RegionKind.TABLE: BlockKind.TABLE,
+    RegionKind.FIGURE: BlockKind.FIGURE,
+    RegionKind.FIGURE_CAPTION: BlockKind.CAPTION,
+    RegionKind.TABLE_CAPTION: BlockKind.CAPTION,
+}
+#: which region takes a line inside several
+_PRIORITY = [RegionKind.TABLE, RegionKind.FIGURE_CAPTION, RegionKind.TABLE_CAPTION, RegionKind.FIGURE]
+
+
+@dataclass
+class Float:
+    """A table or figure with its captions: blocks kept together."""
+
+    drafts: list[Draft] = field(default_factory=list)
+
+    @property
+    def box(self) -> tuple[float, float, float, float]:
+        b = enclosing([l for d in self.drafts for l in d.lines])
+        return (b.x0, b.y0, b.x1, b.y1)
+
+
+def take_floats(lines: Sequence[LineBox], regions: Sequence[Region], h: float) -> tuple[list[Float], list[LineBox]]:
+    """The floats on the page and the lines left for the body."""
+    taken: dict[int, int] = {}  # line idx -> region index
+    usable = [r for r in regions if r.kind in _KIND] + _text_captions(lines, regions, h)
+    for rank in _PRIORITY:
+        for i, region in enumerate(usable):
+            if region.kind is not rank:
+                continue
+            for l in lines:
+                if l.idx not in taken and _share_inside(l, region) >= INSIDE:
+                    taken[l.idx] = i
+    drafts: list[tuple[Region, Draft]] = []
+    for i, region in enumerate(usable):
+        inside = sorted((l for l in lines if taken.get(l.idx) == i), key=lambda l: (l.y0, l.x0))
+        draft = _draft(region, inside)
+        if draft is not None:
+            drafts.append((region, draft))
+    kept = {id(l) for _, d in drafts for l in d.lines}
+    return _pair_captions(drafts, h), [l for l in lines if id(l) not in kept]
+
+
+_CAPTION = re.compile(
+    r"^\s*(?:fig(?:ure)?|table|tab|chart|exhibit|plate|scheme|graph|map|photo|abbildung|abb|tabelle|"
+    r"figura|tabla|tableau|tabela)\.?\s*[0-9IVXivx]+[A-Za-z]?\s*[.:|—–-]|^\s*[图表圖]\s*[0-9一二三四五六七八九十]",
+    re.IGNORECASE,
+)
+
+
+def caption_like(text: str) -> bool:
+    """Whether a line starts the way captions do ("Figure 3.", "Table 2:")."""
+    return bool(_CAPTION.match(text))
+
+
+def _text_captions(lines: Sequence[LineBox], regions: Sequence[Region], h: float) -> list[Region]:
+    """Text regions next to a table or figure that read like its caption,
+    relabelled as captions."""
+    anchors = [r for r in regions if r.kind in (RegionKind.TABLE, RegionKind.FIGURE)]
+    out = []
+    for region in regions:
+        if region.kind is not RegionKind.TEXT:
+            continue
+        inside = sorted((l for l in lines if _share_inside(l, region) >= INSIDE), key=lambda l: (l.y0, l.x0))
+        if not inside or not caption_like(inside[0].text):
+            continue
+        near = [a for a in anchors if _touches(region, a, h)]
+        if near:
+            kind = RegionKind.TABLE_CAPTION if near[0].kind is RegionKind.TABLE else RegionKind.FIGURE_CAPTION
+            out.append(region.model_copy(update={"kind": kind}))
+    return out
+
+
+def _touches(caption: Region, other: Region, h: float) -> bool:
+    c, b = caption.bbox, other.bbox
+    if min(c.x1, b.x1) - max(c.x0, b.x0) <= 0:
+        return False
+    return max(b.y0 - c.y1, c.y0 - b.y1, 0.0) <= CAPTION_GAP_LINES * h
+
+
+def _share_inside(l: LineBox, region: Region) -> float:
+    b = region.bbox
+    w = min(l.x1, b.x1) - max(l.x0, b.x0)
+    hh = min(l.y1, b.y1) - max(l.y0, b.y0)
+    area = max(l.w, 1e-6) * max(l.h, 1e-6)
+    return (w * hh / area) if w > 0 and hh > 0 else 0.0
+
+
+def _draft(region: Region, inside: list[LineBox]) -> Draft | None:
+    if not inside:
+        return None
+    kind = _KIND[region.kind]
+    if kind is BlockKind.TABLE:
+        cells = region.cells or []
+        if len({c.row for c in cells}) < 2 or len({c.col for c in cells}) < 2:
+            return None
+        filled = fill_cells(cells, inside)
+        return Draft(kind, inside, table_text(filled), cells=filled)
+    if kind is BlockKind.FIGURE:
+        if sum(len(l.text.strip()) >= PROSE_CHARS for l in inside) >= PROSE_LINES:
+            return None
+        return Draft(kind, inside, "\n".join(l.text.strip() for l in inside))
+    return Draft(kind, inside, join_lines([l.text for l in inside]))
+
+
+def _pair_captions(drafts: list[tuple[Region, Draft]], h: float) -> list[Float]:
+    """Each caption joined to the table or figure it touches."""
+    bodies = [(r, Float([d])) for r, d in drafts if d.kind is not BlockKind.CAPTION]
+    loose: list[Float] = []
+    for region, draft in drafts:
+        if draft.kind is not BlockKind.CAPTION:
+            continue
+        best = _nearest(region, [(r, f) for r, f in bodies if _matches(region.kind, r.kind)], h)
+        if best is None:
+            loose.append(Float([draft]))
+        else:
+            best.drafts.append(draft)
+    floats = [f for _, f in bodies] + loose
+    for f in floats:
+        f.drafts.sort(key=lambda d: enclosing(d.lines).y0)
+    return floats
+
+
+def _matches(caption: RegionKind, body: RegionKind) -> bool:
+    return (caption is RegionKind.TABLE_CAPTION) == (body is RegionKind.TABLE) or caption is RegionKind.FIGURE_CAPTION
+
+
+def _nearest(caption: Region, candidates: list[tuple[Region, Float]], h: float) -> Float | None:
+    c = caption.bbox
+    best: tuple[float, Float] | None = None
+    for region, flt in candidates:
+        b = region.bbox
+        gap = max(b.y0 - c.y1, c.y0 - b.y1, 0.0)
+        if _touches(caption, region, h) and (best is None or gap < best[0]):
+            best = (gap, flt)
+    return None if best is None else best[1]
+
+
+def place_floats(flow: list[Draft], floats: Sequence[Float], h: float) -> list[Draft]:
+    """``flow`` (body blocks in reading order) with each float's blocks
+    inserted where its column reaches it (see the module docstring)."""
+    if not floats:
+        return flow
+    boxes = [_box(d) for d in flow]
+    after: dict[int, list[Float]] = {}
+    first: list[Float] = []
+    for flt in sorted(floats, key=lambda f: f.box[1]):
+        fb = flt.box
+        above = [i for i, b in enumerate(boxes) if _x_overlap(b, fb) and b[3] <= fb[1] + h]
+        if above:
+            after.setdefault(max(above), []).append(flt)
+            continue
+        below = [i for i, b in enumerate(boxes) if _x_overlap(b, fb) and b[1] >= fb[3] - h]
+        if below:
+            after.setdefault(min(below) - 1, []).append(flt)
+            continue
+        higher = [i for i, b in enumerate(boxes) if b[1] < fb[1]]
+        after.setdefault(max(higher) if higher else -1, []).append(flt)
+    out = [d for f in after.get(-1, []) for d in f.drafts]
+    for i, d in enumerate(flow):
+        out.append(d)
+        out.extend(x for f in after.get(i, []) for x in f.drafts)
+    return out
+
+
+def _x_overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    overlap = min(a[2], b[2]) - max(a[0], b[0])
+    return overlap > 0.25 * min(a[2] - a[0], b[2] - b[0])
+
+
+def _box(d: Draft) -> tuple[float, float, float, float]:
+    b = enclosing(d.lines)
+    return (b.x0, b.y0, b.x1, b.y1)
