@@ -25,7 +25,24 @@ Rules, for a line of ``target`` in a band:
   a form, a repeated table head — is not set off from the text). Top band
   → HEADER, bottom band → FOOTER.
 
-With no neighbours only page numbers are found.
+Single-page rules (no neighbour needed), for a line in a band:
+
+- **layout model**: the line lies in a region the layout model called a
+  header or footer (``page.regions``) that is no taller than
+  :data:`MAX_REGION_LINES` lines → HEADER / FOOTER (PAGE_NUMBER when a
+  folio);
+- **pattern**: its text is typical furniture (:func:`furniture_pattern`:
+  a DOI, "Downloaded from …", a copyright or licence line, an ISSN, a
+  volume/issue/pages citation line ("12(3):45–67"), "Page 3 of 9", an arXiv stamp, a bare
+  URL, a date or revision line) and it is in the edge zone, or the pattern
+  is a strong one (DOI, download or copyright notice, arXiv stamp) and the
+  line is the page's topmost or bottommost row, or a line found as
+  furniture sits in its row or nearer the body than it (stacked masthead
+  lines: the edge zone stops at the first gap).
+
+Margin banners: a vertical line (much taller than wide) in the outer tenth
+of the page width is HEADER when its text is not prose (an arXiv stamp,
+"Downloaded from …", a journal's side banner).
 
 Never the page's only text: when every line of a page would be furniture,
 the running headers and footers are kept as body text (a page holding one
@@ -43,7 +60,7 @@ from dataclasses import dataclass
 from rapidfuzz import fuzz
 
 from longdoc.layout.geometry import LineBox, same_row, typical_line_height
-from longdoc.model import BlockKind, Page
+from longdoc.model import BlockKind, Page, RegionKind
 
 BAND_FRACTION = 0.2
 ZONE_GAP_LINES = 1.0
@@ -52,6 +69,26 @@ MIN_SIMILARITY = 85.0
 #: how far (in line heights) a repeat may sit from the line's height on the page
 POSITION_TOLERANCE_LINES = 2.5
 MAX_FOLIO_CHARS = 24
+#: a header/footer region taller than this many line heights is not trusted
+MAX_REGION_LINES = 4.0
+#: share of the page width a margin banner sits in
+MARGIN_FRACTION = 0.1
+
+_STRONG = re.compile(
+    r"(\bdoi\s*[:.]?\s*10\.\d{3,}|doi\.org/|\bdownloaded\s+(?:from|by|on)\b|this content downloaded|"
+    r"©|\(c\)\s*\d{4}|\bcopyright\b|all rights reserved|\barxiv:\s*\d{4}\.\d{4,}|"
+    r"\bcreative\s+commons\b|\bpublished\s+online\b|\baccessed\s+(?:on\s+)?\d)",
+    re.IGNORECASE,
+)
+_WEAK = re.compile(
+    r"(\bissn\b|\bisbn\b|\bvol(?:ume)?\.?\s*\d+|\bno\.\s*\d+|\bissue\s+\d+|\bpp\.\s*\d+|"
+    r"^\s*(?:https?://|www\.)\S+\s*$|\brev(?:ision)?\.?\s*\d|\bpart\s+\d+\s+of\s+\d+|"
+    r"\b\d{1,4}\s*(?:\(\d{1,4}\))?\s*:\s*\d{1,6}\s*[-–]\s*\d{1,6}\b|"
+    r"\b(?:19|20)\d\d[-/.](?:0?[1-9]|1[0-2])[-/.]\d{1,2}\b|"
+    r"\b\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(?:19|20)\d\d\b|"
+    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2},?\s+(?:19|20)\d\d\b)",
+    re.IGNORECASE,
+)
 
 _ROMAN = re.compile(r"M{0,3}(CM|CD|D?C{0,3})(XC|XL|L?X{0,3})(IX|IV|V?I{0,3})", re.IGNORECASE)
 _DECOR = " \t-‐–—~·•|*_"
@@ -89,6 +126,21 @@ def _number(token: str) -> int | None:
     digits = [values[c] for c in token.lower()]
     total = sum(-d if i + 1 < len(digits) and d < digits[i + 1] else d for i, d in enumerate(digits))
     return total or None
+
+
+def furniture_pattern(text: str) -> str | None:
+    """``"strong"`` for a DOI, download, copyright or licence notice or an
+    arXiv stamp; ``"weak"`` for an ISSN, a volume/issue/pages line, a bare
+    URL, a date, a revision or part number; ``None`` otherwise (and for
+    long lines of prose, which may cite any of these)."""
+    t = unicodedata.normalize("NFKC", text)
+    if len(t) > 160:
+        return None
+    if _STRONG.search(t):
+        return "strong"
+    if _WEAK.search(t) and (len(t) <= 90 or t.count(",") + t.count("|") >= 2):
+        return "weak"
+    return None
 
 
 def running_key(text: str) -> str:
@@ -150,14 +202,18 @@ def find_furniture(target: Page, neighbors: Sequence[Page]) -> dict[int, BlockKi
     pages, zero-size boxes).
     """
     cands, lines = _candidates(target)
-    if not cands:
+    if not lines:
         return {}
     h = typical_line_height(lines)
     height = target.height if target.height > 0 else max(l.y1 for l in lines)
+    found = _margin_banners(lines, target.width, h)
+    if not cands:
+        return _keep_some_body(found, lines)
     tol = POSITION_TOLERANCE_LINES * h / height
     zone = _edge_zone(lines, height, h)
     others = [(n.number, _candidates(n)[0]) for n in neighbors if n.number != target.number]
-    found: dict[int, BlockKind] = {}
+    marked = _marked_regions(target, h)
+    outermost = _outermost(lines)
     for c in cands:
         near = [(p, o) for p, cs in others for o in cs if o.edge == c.edge and abs(o.rel_y - c.rel_y) <= tol]
         in_zone = c.line.idx in zone
@@ -166,11 +222,71 @@ def find_furniture(target: Page, neighbors: Sequence[Page]) -> dict[int, BlockKi
             if (in_zone or confirmed) and _isolated(c.line, lines, h):
                 found[c.line.idx] = BlockKind.PAGE_NUMBER
                 continue
+        edge_kind = BlockKind.HEADER if c.edge == "top" else BlockKind.FOOTER
         if c.key:
             repeats = len({p for p, o in near if c.repeats(o)})
             if repeats and in_zone:
-                found[c.line.idx] = BlockKind.HEADER if c.edge == "top" else BlockKind.FOOTER
+                found[c.line.idx] = edge_kind
+                continue
+        if _in_any(c.line, marked):
+            found[c.line.idx] = BlockKind.PAGE_NUMBER if c.folio is not None else edge_kind
+            continue
+        pattern = furniture_pattern(c.line.text)
+        if (pattern == "strong" and (in_zone or c.line.idx in outermost)) or (pattern == "weak" and in_zone):
+            found[c.line.idx] = edge_kind
+    for c in cands:  # furniture-like text beside or beyond furniture already found
+        if c.line.idx not in found and furniture_pattern(c.line.text) and _outside_furniture(c, cands, found):
+            found[c.line.idx] = BlockKind.HEADER if c.edge == "top" else BlockKind.FOOTER
     return _keep_some_body(found, lines)
+
+
+def _outside_furniture(c: _Candidate, cands: list[_Candidate], found: dict[int, BlockKind]) -> bool:
+    """Whether a line of the same band already found as furniture sits in
+    ``c``'s row or nearer the body than ``c`` (so ``c`` is not body text)."""
+    slack = c.line.h / 2
+    for o in cands:
+        if o.edge != c.edge or o.line.idx not in found or o.line.idx == c.line.idx:
+            continue
+        if same_row(o.line, c.line) or (o.line.cy >= c.line.cy - slack if c.edge == "top" else o.line.cy <= c.line.cy + slack):
+            return True
+    return False
+
+
+def _outermost(lines: list[LineBox]) -> set[int]:
+    """The topmost and the bottommost row of the page (nothing above or
+    below them)."""
+    top = min(lines, key=lambda l: l.y0)
+    bottom = max(lines, key=lambda l: l.y1)
+    return {l.idx for l in lines if same_row(l, top) or same_row(l, bottom)}
+
+
+def _marked_regions(page: Page, h: float) -> list[tuple[float, float, float, float]]:
+    """Boxes of the header and footer regions the layout model found
+    (short ones only), a little enlarged."""
+    pad = h / 2
+    return [
+        (r.bbox.x0 - pad, r.bbox.y0 - pad, r.bbox.x1 + pad, r.bbox.y1 + pad)
+        for r in page.regions
+        if r.kind in (RegionKind.HEADER, RegionKind.FOOTER) and r.bbox.height <= MAX_REGION_LINES * h
+    ]
+
+
+def _in_any(line: LineBox, boxes: list[tuple[float, float, float, float]]) -> bool:
+    return any(b[0] <= (line.x0 + line.x1) / 2 <= b[2] and b[1] <= line.cy <= b[3] for b in boxes)
+
+
+def _margin_banners(lines: list[LineBox], width: float, h: float) -> dict[int, BlockKind]:
+    """Vertical lines in the outer margins that are not prose (see the
+    module docstring)."""
+    if width <= 0:
+        return {}
+    found = {}
+    for l in lines:
+        vertical = l.h > 3 * max(l.w, 1e-6) and l.h > 4 * h
+        outer = l.x1 <= MARGIN_FRACTION * width or l.x0 >= (1 - MARGIN_FRACTION) * width
+        if vertical and outer and (furniture_pattern(l.text) or len(l.text) <= 60):
+            found[l.idx] = BlockKind.HEADER
+    return found
 
 
 def _keep_some_body(found: dict[int, BlockKind], lines: list[LineBox]) -> dict[int, BlockKind]:

@@ -64,7 +64,8 @@ def test_running_header_and_footer_need_neighbors():
         )
 
     pages = [make(n) for n in range(1, 6)]
-    assert _kinds(pages[2]) == {"3": BlockKind.PAGE_NUMBER}  # alone: only the folio
+    # alone: the folio, and the volume/issue line by its pattern; the journal name needs a neighbour
+    assert _kinds(pages[2]) == {"3": BlockKind.PAGE_NUMBER, "Vol. 3, No. 3": BlockKind.FOOTER}
     assert _kinds(pages[2], [pages[1], pages[3]]) == {
         "Journal of Examples 2026": BlockKind.HEADER,
         "Vol. 3, No. 3": BlockKind.FOOTER,
@@ -155,3 +156,51 @@ def test_a_page_with_only_a_running_header_and_a_folio_keeps_the_header_as_text(
     pages = [make(1), make(2), make(3, body=False), make(4), make(5)]
     assert _kinds(pages[2], [pages[1], pages[3]]) == {"3": BlockKind.PAGE_NUMBER}
     assert _kinds(pages[1], [pages[0], pages[2]])["Journal of Examples 2026"] is BlockKind.HEADER
+
+
+# --- single pages: patterns, the layout model's regions, margin banners ---------------
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("https://doi.org/10.1234/jaw.2021.0045", 40.0),
+        ("DOI: 10.1016/j.example.2020.01.002", 752.0),
+        ("Downloaded from https://academic.example.org/ by guest on 12 March 2023", 752.0),
+        ("© 2021 The Authors. All rights reserved.", 752.0),
+        ("Journal of Widgets, Vol. 12, No. 3 (2021), pp. 45–67", 40.0),
+        ("Rev. 3 — 2019-04-12", 752.0),
+    ],
+)
+def test_furniture_lines_leave_a_single_page_by_their_text(text, where):
+    page = page_of([*_body(1, top=110.0), line(text, 72.0, where)], 1)
+    assert _kinds(page) == {text: BlockKind.HEADER if where < 396 else BlockKind.FOOTER}
+
+
+def test_the_same_words_in_body_text_stay():
+    col = Column(FULL, 110.0)
+    col.paragraph(PARAGRAPHS[0])
+    cited = col.rows(["The data are at https://doi.org/10.1234/abc and in Vol. 12, No. 3 of the series."], gap=6.0)
+    col.paragraph(PARAGRAPHS[1], gap=6.0)
+    page = page_of(col.lines, 1)
+    assert cited[0].text not in _kinds(page)
+
+
+def test_a_line_in_a_header_region_of_the_layout_model_is_a_header():
+    from longdoc.model import BBox, Region, RegionKind
+
+    name = line("Journal of Examples", 72.0, 40.0)
+    page = page_of([name, *_body(1, top=110.0)], 1)
+    assert _kinds(page) == {}
+    region = Region(kind=RegionKind.HEADER, bbox=BBox(x0=70.0, y0=38.0, x1=180.0, y1=52.0), score=0.9)
+    page = page.model_copy(update={"regions": [region]})
+    assert _kinds(page) == {"Journal of Examples": BlockKind.HEADER}
+
+
+def test_a_vertical_banner_in_the_margin_is_furniture():
+    from longdoc.model import BBox, Line
+
+    stamp = Line(text="arXiv:2305.03393v1 [cs.CL] 5 May 2023", bbox=BBox(x0=20.0, y0=220.0, x1=34.0, y1=560.0),
+                 confidence=1.0, page=1)
+    page = page_of([*_body(1, top=110.0), stamp], 1)
+    assert _kinds(page) == {stamp.text: BlockKind.HEADER}
