@@ -23,6 +23,13 @@ open block and the pages it has swallowed are held (the latter reduced to
 furniture and the like), and a chain is closed after
 ``max_chain_pages`` pages, so memory does not grow with page count.
 
+Tables: a TABLE with cells that ends page N (only furniture, side notes
+and footnotes after it) and a TABLE with cells that starts page N+1 (only
+furniture, side notes and captions before it) with the same number of
+columns are one table (:func:`tables_continue`): the head's rows are
+appended to the tail's, without the head's first row when it repeats the
+tail's header row, and the text is rebuilt from the cells.
+
 Never joined: across a FAILED page, across a gap in page numbers (a page
 range that skips pages), or into a heading, table or any other kind.
 Pages come out in input order, each exactly once; input pages are not
@@ -33,8 +40,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from longdoc.layout.tables import table_text
 from longdoc.layout.text import has_list_marker, join_pair, runs_on
-from longdoc.model import FURNITURE_KINDS, Block, BlockKind, Page, PageStatus
+from longdoc.model import FURNITURE_KINDS, Block, BlockKind, Page, PageStatus, TableCell
 
 #: kinds that can be continued over a page break
 FLOWING = frozenset({BlockKind.PARAGRAPH, BlockKind.LIST})
@@ -46,6 +54,9 @@ LOOKED_PAST = FURNITURE_KINDS | {
     BlockKind.CAPTION,
     BlockKind.TABLE,
 }
+#: kinds looked past when finding a table ending page N / starting page N+1
+TABLE_TAIL_PAST = FURNITURE_KINDS | {BlockKind.SIDENOTE, BlockKind.FOOTNOTE}
+TABLE_HEAD_PAST = FURNITURE_KINDS | {BlockKind.SIDENOTE, BlockKind.CAPTION}
 DEFAULT_MAX_CHAIN_PAGES = 16
 
 
@@ -59,10 +70,11 @@ def stitch(pages: Iterable[Page], *, max_chain_pages: int = DEFAULT_MAX_CHAIN_PA
         raise ValueError("max_chain_pages must be at least 2")
     held: list[Page] = []  # held[0] owns the open tail; the rest were swallowed whole
     for page in pages:
-        if held and _joinable(held[0], held[-1], page):
-            owner, rest = _merge(held[0], page)
+        pair = _pair(held[0], held[-1], page) if held else None
+        if pair is not None:
+            owner, rest = _merge(held[0], page, *pair)
             held[0] = owner
-            if _flow_blocks(rest) or len(held) + 1 >= max_chain_pages:
+            if _closes_chain(rest, pair[0]) or len(held) + 1 >= max_chain_pages:
                 yield from held
                 held = [rest]
             else:
@@ -88,41 +100,71 @@ def continues(tail: Block, head: Block) -> bool:
     return runs_on(tail.text, head.text)
 
 
-def _joinable(owner: Page, last: Page, page: Page) -> bool:
+def tables_continue(tail: Block, head: Block) -> bool:
+    """Whether the table ``head`` (top of the next page) continues the
+    table ``tail``: both have cells and the same number of columns."""
+    if tail.kind is not BlockKind.TABLE or head.kind is not BlockKind.TABLE or not tail.cells or not head.cells:
+        return False
+    return _n_cols(tail.cells) == _n_cols(head.cells)
+
+
+def _pair(owner: Page, last: Page, page: Page) -> tuple[Block, Block] | None:
+    """The (tail, head) that join across the break before ``page``, if any."""
     if owner.status is not PageStatus.OK or page.status is not PageStatus.OK:
-        return False
+        return None
     if page.number != last.number + 1:
-        return False
-    tail, head = _tail(owner), _head(page)
-    return tail is not None and head is not None and continues(tail, head)
+        return None
+    tail, head = _edge(owner, TABLE_TAIL_PAST, last=True), _edge(page, TABLE_HEAD_PAST, last=False)
+    if tail is not None and head is not None and tables_continue(tail, head):
+        return tail, head
+    tail, head = _edge(owner, LOOKED_PAST, last=True), _edge(page, LOOKED_PAST, last=False)
+    if tail is not None and head is not None and continues(tail, head):
+        return tail, head
+    return None
 
 
-def _tail(page: Page) -> Block | None:
-    for b in sorted(page.blocks, key=lambda b: b.order, reverse=True):
-        if b.kind not in LOOKED_PAST:
+def _edge(page: Page, past: frozenset[BlockKind], *, last: bool) -> Block | None:
+    """The last (or first) block of ``page`` whose kind is not in ``past``."""
+    for b in sorted(page.blocks, key=lambda b: b.order, reverse=last):
+        if b.kind not in past:
             return b
     return None
 
 
-def _head(page: Page) -> Block | None:
-    for b in sorted(page.blocks, key=lambda b: b.order):
-        if b.kind not in LOOKED_PAST:
-            return b
-    return None
+def _closes_chain(rest: Page, tail: Block) -> bool:
+    """Whether ``rest`` (a page whose head was merged) holds other text, so
+    that the open block cannot run on over it."""
+    past = TABLE_TAIL_PAST if tail.kind is BlockKind.TABLE else LOOKED_PAST
+    return any(b.kind not in past for b in rest.blocks)
 
 
-def _flow_blocks(page: Page) -> bool:
-    return any(b.kind not in LOOKED_PAST for b in page.blocks)
+def _n_cols(cells: list[TableCell]) -> int:
+    return max(c.col + c.col_span for c in cells)
 
 
-def _merge(owner: Page, page: Page) -> tuple[Page, Page]:
+def _joined_cells(tail: list[TableCell], head: list[TableCell]) -> list[TableCell]:
+    """The head's rows under the tail's, its first row dropped when it
+    repeats the tail's header row."""
+    def row_texts(cells: list[TableCell], row: int) -> list[str]:
+        return [" ".join(c.text.split()).casefold() for c in sorted(cells, key=lambda c: c.col) if c.row == row]
+
+    first = min(c.row for c in head)
+    skip = first + 1 if row_texts(head, first) == row_texts(tail, min(c.row for c in tail)) else first
+    offset = max(c.row + c.row_span for c in tail) - skip
+    return [*tail, *(c.model_copy(update={"row": c.row + offset}) for c in head if c.row >= skip)]
+
+
+def _merge(owner: Page, page: Page, tail: Block, head: Block) -> tuple[Page, Page]:
     """(owner with head appended to its tail, page without its head)."""
-    tail, head = _tail(owner), _head(page)
-    assert tail is not None and head is not None, "_merge called on pages that do not join"
-    new_items = tail.kind is BlockKind.LIST and has_list_marker(head.text)
+    if tail.kind is BlockKind.TABLE:
+        cells = _joined_cells(tail.cells or [], head.cells or [])
+        update: dict[str, object] = {"cells": cells, "text": table_text(cells)}
+    else:
+        new_items = tail.kind is BlockKind.LIST and has_list_marker(head.text)
+        update = {"text": f"{tail.text.rstrip()}\n{head.text.lstrip()}" if new_items else join_pair(tail.text, head.text)}
     merged = tail.model_copy(
         update={
-            "text": f"{tail.text.rstrip()}\n{head.text.lstrip()}" if new_items else join_pair(tail.text, head.text),
+            **update,
             "lines": [*tail.lines, *head.lines],
             "source_pages": sorted({*tail.source_pages, *head.source_pages}),
         }
@@ -130,10 +172,10 @@ def _merge(owner: Page, page: Page) -> tuple[Page, Page]:
     owner_blocks = [merged if b is tail else b for b in owner.blocks]
     rest: list[Block] = []
     for n, b in enumerate(x for x in sorted(page.blocks, key=lambda b: b.order) if x is not head):
-        update: dict[str, object] = {}
+        changes: dict[str, object] = {}
         if b.order != n:
-            update["order"] = n
+            changes["order"] = n
         if b.anchor == head.id:
-            update["anchor"] = tail.id
-        rest.append(b.model_copy(update=update) if update else b)
+            changes["anchor"] = tail.id
+        rest.append(b.model_copy(update=changes) if changes else b)
     return owner.model_copy(update={"blocks": owner_blocks}), page.model_copy(update={"blocks": rest})

@@ -5,15 +5,19 @@
   written, so an ordered list keeps its numbers);
 - side note → a blockquote right after the paragraph it sits beside;
 - caption → italics; figure → an HTML comment; everything else → text.
+- table with cells → a pipe table (its first row as the header row), or an
+  HTML ``<table>`` when a cell spans rows or columns (Markdown cannot say
+  so); a table without cells → its text.
 - A page starts with ``<!-- page N -->`` so a reader can map text back.
 Furniture (headers, footers, page numbers) is left out; it is in the JSON.
 """
 
 from __future__ import annotations
 
+import html
 import re
 
-from longdoc.model import Block, BlockKind, Page
+from longdoc.model import Block, BlockKind, Page, TableCell
 
 _BULLET = re.compile(r"^\s*(?:[-*•·◦▪‣–]\s+)")
 
@@ -41,7 +45,47 @@ def block_markdown(block: Block) -> str:
         return f"*{text}*"
     if kind is BlockKind.FIGURE:
         return f"<!-- figure{': ' + text if text else ''} -->"
+    if kind is BlockKind.TABLE and block.cells:
+        return table_markdown(block.cells)
     return text
+
+
+def table_markdown(cells: list[TableCell]) -> str:
+    """A pipe table, or HTML when a cell spans (see the module docstring)."""
+    if any(c.row_span > 1 or c.col_span > 1 for c in cells):
+        return _table_html(cells)
+    n_cols = max(c.col for c in cells) + 1
+    grid: dict[int, list[str]] = {}
+    for c in cells:
+        grid.setdefault(c.row, [""] * n_cols)[c.col] = _pipe_cell(c.text)
+    rows = [grid[r] for r in sorted(grid)]
+    out = [_pipe_row(rows[0]), _pipe_row(["---"] * n_cols)]
+    out.extend(_pipe_row(row) for row in rows[1:])
+    return "\n".join(out)
+
+
+def _pipe_cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _pipe_row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _table_html(cells: list[TableCell]) -> str:
+    rows: dict[int, list[TableCell]] = {}
+    for c in cells:
+        rows.setdefault(c.row, []).append(c)
+    out = ["<table>"]
+    for r in range(max(c.row + c.row_span for c in cells)):
+        tag = "th" if r == 0 else "td"
+        tds = []
+        for c in sorted(rows.get(r, []), key=lambda c: c.col):
+            span = (f' rowspan="{c.row_span}"' if c.row_span > 1 else "") + (f' colspan="{c.col_span}"' if c.col_span > 1 else "")
+            tds.append(f"<{tag}{span}>{html.escape(' '.join(c.text.split()), quote=False)}</{tag}>")
+        out.append("<tr>" + "".join(tds) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
 
 
 def page_markdown(page: Page) -> str:

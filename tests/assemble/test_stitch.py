@@ -206,3 +206,49 @@ def test_stitching_preserves_pages_and_text(pages, max_chain):
         for b in p.blocks:
             assert b.source_pages == sorted({l.page for l in b.lines} | {p.number})
             assert b.source_pages[0] == p.number
+
+
+# --- tables continued over a page break -------------------------------------------------
+
+
+def _table(page: int, n: int, rows: list[list[str]]) -> Block:
+    from longdoc.layout.tables import table_text
+    from longdoc.model import TableCell
+
+    cells = [TableCell(row=r, col=c, text=t) for r, row in enumerate(rows) for c, t in enumerate(row)]
+    block = _block(page, n, K.TABLE, table_text(cells))
+    return block.model_copy(update={"cells": cells})
+
+
+def _table_page(number: int, *blocks: Block) -> Page:
+    return Page(number=number, width=612, height=792,
+                blocks=[b.model_copy(update={"order": n, "id": f"p{number}-b{n}"}) for n, b in enumerate(blocks)])
+
+
+HEAD = ["Region", "Parcels", "Share"]
+
+
+def test_a_table_continued_on_the_next_page_is_one_table_without_the_repeated_header():
+    p1 = _table_page(1, _block(1, 0, K.PARAGRAPH, "Deliveries by region."),
+                     _table(1, 1, [HEAD, ["North", "12", "3%"], ["South", "40", "9%"]]), _block(1, 2, K.FOOTER, "Page 1"))
+    p2 = _table_page(2, _block(2, 0, K.HEADER, "Report"), _table(2, 1, [HEAD, ["East", "7", "2%"]]),
+                     _block(2, 2, K.PARAGRAPH, "That is all."))
+    out = list(stitch([p1, p2]))
+    (table,) = [b for p in out for b in p.blocks if b.kind is K.TABLE]
+    assert table.source_pages == [1, 2]
+    rows = {}
+    for c in table.cells:
+        rows.setdefault(c.row, {})[c.col] = c.text
+    assert [[rows[r][c] for c in range(3)] for r in sorted(rows)] == [HEAD, ["North", "12", "3%"], ["South", "40", "9%"],
+                                                                      ["East", "7", "2%"]]
+    assert table.text.splitlines()[-1] == "East\t7\t2%"
+    assert _main(out[1]) == ["That is all."]
+
+
+def test_tables_with_different_columns_or_text_between_them_stay_apart():
+    two = _table_page(2, _table(2, 0, [["a", "b"], ["1", "2"]]))
+    p1 = _table_page(1, _table(1, 0, [HEAD, ["North", "12", "3%"]]))
+    assert len([b for p in stitch([p1, two]) for b in p.blocks if b.kind is K.TABLE]) == 2
+    p1 = _table_page(1, _table(1, 0, [HEAD, ["North", "12", "3%"]]), _block(1, 1, K.PARAGRAPH, "Notes follow."))
+    p2 = _table_page(2, _table(2, 0, [HEAD, ["East", "7", "2%"]]))
+    assert len([b for p in stitch([p1, p2]) for b in p.blocks if b.kind is K.TABLE]) == 2

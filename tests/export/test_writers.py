@@ -81,3 +81,15 @@ def test_unwritable_folder_is_a_typed_error(tmp_path):
     with pytest.raises(OutputError) as info:
         open_exports(blocker / "sub", "doc", ("md",), {})
     assert info.value.code == "output_unwritable"
+
+
+def test_tables_are_pipe_tables_or_html_when_cells_span():
+    from longdoc.export.markdown import table_markdown
+    from longdoc.model import TableCell as C
+
+    plain = [C(row=0, col=0, text="Name"), C(row=0, col=1, text="a|b"), C(row=1, col=0, text="x"),
+             C(row=1, col=1, text="1")]
+    assert table_markdown(plain) == "| Name | a\\|b |\n| --- | --- |\n| x | 1 |"
+    spanning = [C(row=0, col=0, col_span=2, text="Score"), C(row=1, col=0, text="<1"), C(row=1, col=1, text="2")]
+    assert table_markdown(spanning) == ('<table>\n<tr><th colspan="2">Score</th></tr>\n'
+                                        "<tr><td>&lt;1</td><td>2</td></tr>\n</table>")
