@@ -1,8 +1,9 @@
 """Layout stage for one group: recognized pages → laid-out pages.
 
 A page with ``lines`` (a line engine's or the text layer's) is laid out
-here: furniture against its neighbours, then blocks in reading order; its
-``lines`` move into the blocks. A page that came with ``blocks`` (a model
+here: spaces an OCR engine dropped between words put back
+(:mod:`~longdoc.layout.spacing`), furniture against its neighbours, then
+blocks in reading order; its ``lines`` move into the blocks. A page that came with ``blocks`` (a model
 engine's, already in reading order) keeps them, numbered as layout numbers
 its own.
 
@@ -21,7 +22,8 @@ from collections.abc import Mapping, Sequence
 
 from longdoc.errors import LayoutFailed
 from longdoc.layout import find_furniture, layout_page
-from longdoc.model import Page, PageStatus
+from longdoc.layout.spacing import restore_spaces
+from longdoc.model import Page, PageStatus, TextSource
 from longdoc.pipeline.recognize import TEXT_LAYER_ENGINE, error_info
 
 log = logging.getLogger(__name__)
@@ -64,5 +66,10 @@ def lay_out(page: Page, neighbors: Sequence[Page]) -> Page:
         blocks = [b.model_copy(update={"order": i, "id": f"p{page.number}-b{i}"})
                   for i, b in enumerate(sorted(page.blocks, key=lambda b: b.order))]
     else:
+        if page.text_source is TextSource.OCR:  # spaces the recognizer dropped between words
+            texts = restore_spaces([line.text for line in page.lines])
+            page = page.model_copy(update={"lines": [
+                line if line.text == text else line.model_copy(update={"text": text})
+                for line, text in zip(page.lines, texts)]})
         blocks = layout_page(page, find_furniture(page, neighbors), exact_lines=page.engine == TEXT_LAYER_ENGINE)
-    return page.model_copy(update={"blocks": blocks, "lines": [], "timings": dict(page.timings)})
+    return page.model_copy(update={"blocks": blocks, "lines": [], "regions": [], "timings": dict(page.timings)})
