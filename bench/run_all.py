@@ -14,6 +14,8 @@ RUNS = [
     ["memory.py"],
     ["sandbox.py"],
     ["cer_devset.py", "--max-pages", "20"],
+    ["reading_quality.py", "--max-pages", "20"],
+    ["spacing.py"],
     ["service_load.py", "--clients", "8", "--per-client", "4", "--scans", "4", "--jobs", "0"],
 ]
 

@@ -254,8 +254,8 @@ def test_trailing_repeats_counts_back_to_back_ngrams():
     assert trailing_repeats("a \n a  a\ta", 2) == [1, 3]  # read as "a a a a": " a" three times
 
 
-def test_table_and_math_are_reported_unsupported():
-    assert run(PAGE, type="table", cell="4.2") == (False, "table tests not supported")
+def test_math_is_reported_unsupported_and_a_page_without_tables_fails_table_tests():
+    assert run(PAGE, type="table", cell="4.2") == (False, "No tables found in the content")
     assert run(PAGE, type="math", math="x^2") == (False, "math tests not supported")
 
 
@@ -282,3 +282,121 @@ def test_absent_tests_catch_headers_left_in_a_real_text_layer():
     assert not run_olmocr_test(test, layer)[0]
     without = "\n".join(line for line in layer.splitlines() if "MOLECULAR PHARMACOLOGY" not in line)
     assert run_olmocr_test(test, without) == (True, "")
+
+
+# --- olmOCR-bench: tables ---------------------------------------------------------------------
+
+MD_TABLE_PAGE = """Some text before the table.
+
+| Country | Year | Population |
+|:--------|-----:|-----------:|
+| France  | 2020 | 67.4       |
+| Spain   | 2020 | 47.4       |
+| Spain   | 2021 | 47.3       |
+
+Text after the table, with a | pipe on its own line.
+"""
+
+
+def test_markdown_table_parsing():
+    from longdoc.eval import parse_markdown_tables
+
+    (table,) = parse_markdown_tables(MD_TABLE_PAGE)  # the lone pipe line is no table
+    assert table.cell_text[(0, 0)] == "Country" and table.cell_text[(3, 2)] == "47.3"
+    assert len(table.cell_text) == 12 and table.is_rectangular
+    assert table.heading_cells == {(0, 0), (0, 1), (0, 2), (1, 0), (2, 0), (3, 0)}
+    assert table.up_relations[(2, 1)] == {(1, 1)} and table.right_relations[(2, 1)] == {(2, 2)}
+    assert table.top_heading_relations(3, 2) == {(0, 2)} and table.left_heading_relations(3, 2) == {(3, 0)}
+
+
+def test_markdown_table_tests_pass():
+    page = MD_TABLE_PAGE
+    assert run(page, type="table", cell="67.4", left="2020", up="Population", down="47.4") == (True, "")
+    assert run(page, type="table", cell="47.3", top_heading="Population", left_heading="Spain")[0]
+    # "2020" occurs twice; the second occurrence is the one below France's.
+    assert run(page, type="table", cell="2020", up="2020", right="47.4")[0]
+    assert run(page, type="table", cell="**France**", right="2020")[0]  # texts are normalized
+    assert run(page, type="table", cell="Frunce", right="2020", max_diffs=1)[0]
+
+
+def test_markdown_table_tests_fail():
+    ok, why = run(MD_TABLE_PAGE, type="table", cell="67.4", left="2021")
+    assert not ok and "relationships were not satisfied" in why and "'2021'" in why
+    ok, why = run(MD_TABLE_PAGE, type="table", cell="47.3", up="67.4")  # 67.4 is two rows up
+    assert not ok
+    ok, why = run(MD_TABLE_PAGE, type="table", cell="Germany")
+    assert not ok and "No cell matching 'Germany'" in why
+    assert not run(MD_TABLE_PAGE, type="table", cell="Frunce", right="2020")[0]
+    assert not run(MD_TABLE_PAGE, type="table", cell="67.4", left="2020", ignore_markdown_tables=True)[0]
+
+
+HTML_TABLE_PAGE = """<p>Results</p>
+<table>
+  <thead>
+    <tr><th rowspan="2">Model</th><th colspan="2">Accuracy</th><th rowspan="2">Size</th></tr>
+    <tr><th>dev</th><th>test</th></tr>
+  </thead>
+  <tbody>
+    <tr><td>Alpha</td><td>91.2</td><td>90.8</td><td rowspan="2">7B</td></tr>
+    <tr><td>Beta<br>large</td><td>88.0</td><td>87.5</td></tr>
+    <tr><td colspan="3">Gamma &amp; Delta</td><td>13B</td></tr>
+  </tbody>
+</table>"""
+
+
+def test_html_table_parsing_with_spans():
+    from longdoc.eval import parse_html_tables
+
+    (table,) = parse_html_tables(HTML_TABLE_PAGE)
+    assert table.cell_text == {
+        (0, 0): "Model", (0, 1): "Accuracy", (0, 3): "Size",
+        (1, 1): "dev", (1, 2): "test",
+        (2, 0): "Alpha", (2, 1): "91.2", (2, 2): "90.8", (2, 3): "7B",
+        (3, 0): "Beta\nlarge", (3, 1): "88.0", (3, 2): "87.5",
+        (4, 0): "Gamma & Delta", (4, 3): "13B",
+    }  # fmt: skip
+    assert table.is_rectangular
+    assert table.heading_cells == {(0, 0), (0, 1), (0, 3), (1, 1), (1, 2)}
+    assert table.down_relations[(0, 1)] == {(1, 1), (1, 2)}  # the colspan sits above two cells
+    assert table.left_relations[(2, 3)] == {(2, 2), (3, 2)}  # the rowspan sits beside two rows
+    assert table.up_relations[(4, 0)] == {(3, 0), (3, 1), (3, 2)}
+    assert table.top_heading_relations(3, 2) == {(1, 2), (0, 1)}
+    # No heading to the left: the walk ends at the table's left edge.
+    assert table.left_heading_relations(3, 2) == {(3, 0)}
+
+
+def test_html_table_tests_pass():
+    page = HTML_TABLE_PAGE
+    assert run(page, type="table", cell="91.2", up="dev", right="90.8", left="Alpha") == (True, "")
+    assert run(page, type="table", cell="87.5", top_heading="Accuracy")[0]
+    assert run(page, type="table", cell="87.5", top_heading="test", left_heading="Beta large")[0]
+    assert run(page, type="table", cell="dev", up="Accuracy", right="test")[0]
+    assert run(page, type="table", cell="7B", left="87.5", down="13B", up="Size")[0]
+    assert run(page, type="table", cell="Gamma & Delta", right="13B", up="Beta large")[0]
+    assert run(page, type="table", cell="Accuracy", down="test", left="Model")[0]
+    assert run(page, type="table", cell="88.0", up="91.2", ignore_markdown_tables=True)[0]
+
+
+def test_html_table_tests_fail():
+    page = HTML_TABLE_PAGE
+    ok, why = run(page, type="table", cell="91.2", up="test")
+    assert not ok and "doesn't match expected 'test'" in why and "(best similarity:" in why
+    assert not run(page, type="table", cell="90.8", left="Alpha")[0]  # Alpha is two cells left
+    assert not run(page, type="table", cell="7B", right="13B")[0]
+    assert not run(page, type="table", cell="87.5", top_heading="dev")[0]
+    ok, why = run(page, type="table", cell="Epsilon", right="13B")
+    assert not ok and "No cell matching 'Epsilon'" in why
+
+
+def test_table_threshold_never_drops_below_one_half():
+    page = "| a | b |\n|---|---|\n| xyz1 | w |\n"
+    # Three substitutions are within max_diffs, but their ratio 0.25 is below the 0.5 floor.
+    assert not run(page, type="table", cell="abc1", max_diffs=3)[0]
+    assert run(page, type="table", cell="xbc1", max_diffs=3)[0]  # two substitutions: ratio 0.5
+
+
+def test_table_fields_must_be_strings():
+    with pytest.raises(InputError):
+        run(MD_TABLE_PAGE, type="table", cell="67.4", up=5)
+    with pytest.raises(InputError):
+        run(MD_TABLE_PAGE, type="table", cell=" ")
