@@ -26,10 +26,16 @@ structure) on and off — the "off" run is the baseline of the same run.
    ``timings["recognize"]`` (the OCR engine; rendering for OCR is printed
    beside it). Rounds alternate the order; the median is printed.
 
+5. Generated layouts with exact truth (``tests/docgen/layouts.py``), born-digital
+   and scanned at 200 dpi, regions on and off: tables found, cells right
+   (``tests/docgen/table_score.py``), phrase pairs in order, furniture
+   strings leaked into the Markdown.
+
 Nothing is asserted; zero tables found is a valid result.
 
     python bench/reading_quality.py [--max-pages 20] [--only SUBSTRING] [--skip-speed]
                                     [--born-pages 12] [--speed-pages 4] [--scan-pages 1] [--rounds 1]
+                                    [--generated-only]
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ from _common import EVAL
 from cer_devset import clean, ground_truth
 
 from longdoc.config import load_settings
-from longdoc.eval import cer, load_olmocr_tests, normalize_ws, run_olmocr_test
+from longdoc.eval import cer, load_olmocr_tests, normalize_ws, order_ok, run_olmocr_test
 from longdoc.pipeline import ParseOptions, Pipeline
 
 KINDS = ("present", "absent", "order", "table", "baseline")
@@ -74,11 +80,11 @@ class Runner:
         self.count = 0
         self.cache: dict[tuple, tuple[str, dict[str, Any], float]] = {}
 
-    def parse(self, pdf: Path, pages: str, ocr: str, regions: bool) -> tuple[str, dict[str, Any], float]:
+    def parse(self, pdf: Path, pages: str | None, ocr: str, regions: bool) -> tuple[str, dict[str, Any], float]:
         """(Markdown, JSON document, wall seconds), uncached."""
         self.count += 1
         out = self.tmp / f"run{self.count}"
-        options = ParseOptions(pages=pages, ocr=ocr, regions=regions, formats=("md", "json"))  # type: ignore[arg-type]
+        options = ParseOptions(pages=pages, ocr=ocr, regions=regions, dpi=200, formats=("md", "json"))  # type: ignore[arg-type]
         t0 = time.perf_counter()
         result = self.pipeline.parse(pdf, out, options)
         seconds = time.perf_counter() - t0
@@ -342,6 +348,41 @@ def speed(runner: Runner, rows: list[dict[str, str]], args: argparse.Namespace) 
     print("share = sum of page timings['regions'] / sum of timings['recognize'] (regions on, first round)")
 
 
+# --- 5. generated layouts -------------------------------------------------------
+
+
+def generated(runner: Runner) -> None:
+    from tests.docgen.layouts import LAYOUT_GENERATORS
+    from tests.docgen.table_score import cell_accuracy as generated_cells
+
+    print("\n== 5. generated layouts: tables found/truth, cells right, phrase pairs in order, furniture leaked ==")
+    print(f"{'document':<30}{'regions on':>34}{'regions off':>34}")
+    for name, make in LAYOUT_GENERATORS.items():
+        for scanned in (False, True):
+            folder = runner.tmp / f"gen-{name}-{scanned}"
+            doc = make(folder)
+            if scanned:
+                doc = doc.scan(folder / "scan.pdf", dpi=200)
+            cols = []
+            for _, regions in MODES:
+                md, parsed, _ = runner.parse(doc.pdf_path, None, "force" if scanned else "auto", regions)
+                tables = [b.get("cells") or [] for p in parsed["pages"] for b in p["blocks"] if b["kind"] == "table"]
+                right = total = 0
+                for truth in doc.truth.tables:
+                    scores = [generated_cells([(c["row"], c["col"], c["row_span"], c["col_span"], c["text"])
+                                               for c in t], truth.cells) for t in tables] or [(0, len(truth.cells))]
+                    best = max(scores)
+                    right, total = right + best[0], total + best[1]
+                pairs = list(zip(doc.truth.order, doc.truth.order[1:]))
+                in_order = sum(order_ok(md, a, b, max_diffs=2) for a, b in pairs)
+                leaked = sum(normalize_ws(a) in normalize_ws(md) for a in doc.truth.absent)
+                cols.append(f"{len(tables)}/{len(doc.truth.tables)} t, {right}/{total} c, "
+                            f"{in_order}/{len(pairs)} o, {leaked}/{len(doc.truth.absent)} f")
+            label = f"{name} ({'scan' if scanned else 'digital'})"
+            print(f"{label:<30}{cols[0]:>34}{cols[1]:>34}", flush=True)
+    print("t = tables, c = cells, o = phrase pairs in order, f = furniture strings in the Markdown")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--max-pages", type=int, default=20, help="pages per file for parts 1-3")
@@ -351,6 +392,7 @@ def main() -> None:
     ap.add_argument("--speed-pages", type=int, default=4, help="born-digital pages forced through OCR")
     ap.add_argument("--scan-pages", type=int, default=1, help="pages of each dev scan timed")
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--generated-only", action="store_true", help="only part 5")
     args = ap.parse_args()
     rows = list(csv.DictReader((EVAL / "MANIFEST.tsv").open(encoding="utf-8"), delimiter="\t"))
     chosen = [r for r in rows if args.only in r["path"] and r["path"].endswith(".pdf")]
@@ -362,11 +404,13 @@ def main() -> None:
         print(f"region models available: {detector.available()}"
               + (f" ({detector.problem})" if detector.problem else "")
               + f"; max {args.max_pages} pages per file")
-        olmocr_tests(runner, chosen, args.max_pages)
-        gold_cer(runner, chosen, args.max_pages)
-        table_cells(runner, chosen, args.max_pages)
-        if not args.skip_speed:
-            speed(runner, rows, args)
+        if not args.generated_only:
+            olmocr_tests(runner, chosen, args.max_pages)
+            gold_cer(runner, chosen, args.max_pages)
+            table_cells(runner, chosen, args.max_pages)
+            if not args.skip_speed:
+                speed(runner, rows, args)
+        generated(runner)
     print(f"\n{runner.count} parses in {time.perf_counter() - t0:.0f} s")
 
 
