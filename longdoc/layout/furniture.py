@@ -29,8 +29,10 @@ Single-page rules (no neighbour needed), for a line in a band:
 
 - **layout model**: the line lies in a region the layout model called a
   header or footer (``page.regions``) that is no taller than
-  :data:`MAX_REGION_LINES` lines → HEADER / FOOTER (PAGE_NUMBER when a
-  folio);
+  :data:`MAX_REGION_LINES` lines, and the line stands further from the
+  body than the page's paragraphs from each other (:func:`_set_apart`: the
+  model also calls the first or last line of a dense page a header or
+  footer) → HEADER / FOOTER (PAGE_NUMBER when a folio);
 - **pattern**: its text is typical furniture (:func:`furniture_pattern`:
   a DOI, "Downloaded from …", a copyright or licence line, an ISSN, a
   volume/issue/pages citation line ("12(3):45–67"), "Page 3 of 9", an arXiv stamp, a bare
@@ -76,7 +78,7 @@ MARGIN_FRACTION = 0.1
 
 _STRONG = re.compile(
     r"(\bdoi\s*[:.]?\s*10\.\d{3,}|doi\.org/|\bdownloaded\s+(?:from|by|on)\b|this content downloaded|"
-    r"©|\(c\)\s*\d{4}|\bcopyright\b|all rights reserved|\barxiv:\s*\d{4}\.\d{4,}|"
+    r"©|\(c\)\s*\d{4}|\bcopyright\s+(?:©\s*|\(c\)\s*)?(?:19|20)\d\d|all rights reserved|\barxiv:\s*\d{4}\.\d{4,}|"
     r"\bcreative\s+commons\b|\bpublished\s+online\b|\baccessed\s+(?:on\s+)?\d)",
     re.IGNORECASE,
 )
@@ -228,7 +230,7 @@ def find_furniture(target: Page, neighbors: Sequence[Page]) -> dict[int, BlockKi
             if repeats and in_zone:
                 found[c.line.idx] = edge_kind
                 continue
-        if _in_any(c.line, marked):
+        if _in_any(c.line, marked) and in_zone and _set_apart(c, lines):
             found[c.line.idx] = BlockKind.PAGE_NUMBER if c.folio is not None else edge_kind
             continue
         pattern = furniture_pattern(c.line.text)
@@ -269,6 +271,35 @@ def _marked_regions(page: Page, h: float) -> list[tuple[float, float, float, flo
         for r in page.regions
         if r.kind in (RegionKind.HEADER, RegionKind.FOOTER) and r.bbox.height <= MAX_REGION_LINES * h
     ]
+
+
+#: a line the layout model calls furniture must stand this much further from
+#: the body than paragraphs stand from each other
+SET_APART_FACTOR = 1.25
+
+
+def _set_apart(c: _Candidate, lines: list[LineBox]) -> bool:
+    """Whether the gap between ``c`` and the nearest line towards the body
+    is wider than the page's paragraph gaps (the second widest gap between
+    consecutive rows, so one figure's gap does not count): the layout model also calls the first or last
+    line of a dense page a header or footer, and a paragraph break above the
+    last line does not make it one."""
+    rows = sorted(lines, key=lambda l: l.y0)
+    gaps = [b.y0 - a.y1 for a, b in zip(rows, rows[1:]) if b.y0 - a.y1 > 0]
+    if c.edge == "top":
+        inward = [l.y0 - c.line.y1 for l in lines if l.y0 >= c.line.y1]
+    else:
+        inward = [c.line.y0 - l.y1 for l in lines if l.y1 <= c.line.y0]
+    if not inward:
+        return True
+    own = min(inward)
+    others = sorted(gaps, reverse=True)
+    nearest = min(range(len(others)), key=lambda i: abs(others[i] - own), default=None)
+    if nearest is not None:
+        del others[nearest]  # its own gap
+    others = others or [0.0]
+    paragraph = others[1] if len(others) > 1 else others[0]  # one wide gap (a figure's) aside
+    return own > SET_APART_FACTOR * paragraph
 
 
 def _in_any(line: LineBox, boxes: list[tuple[float, float, float, float]]) -> bool:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from longdoc.layout.furniture import find_furniture, folio_value
-from longdoc.model import BlockKind
+from longdoc.layout.furniture import find_furniture, folio_value, furniture_pattern
+from longdoc.model import BBox, BlockKind, Region, RegionKind
 
 from .synth import FULL, PARAGRAPHS, Column, journal_page, line, page_of
 
@@ -204,3 +204,43 @@ def test_a_vertical_banner_in_the_margin_is_furniture():
                  confidence=1.0, page=1)
     page = page_of([*_body(1, top=110.0), stamp], 1)
     assert _kinds(page) == {stamp.text: BlockKind.HEADER}
+
+
+def test_a_model_header_region_over_the_first_body_line_keeps_it_in_the_body():
+    # a dense page whose first line (a numbered heading) the layout model calls a header: no gap sets it off
+    lines = [line("0. Definitions." if i == 0 else f"body text line {i} of the licence goes on and on here",
+                  56, 72 + 12.5 * i) for i in range(55)]
+    page = page_of(lines).model_copy(update={"regions": [
+        Region(kind=RegionKind.HEADER, bbox=BBox(x0=50, y0=70, x1=130, y1=84), score=0.9)]})
+    assert find_furniture(page, []) == {}
+    apart = page.model_copy(update={"lines": [lines[0], *(l.model_copy(update={"bbox": BBox(
+        x0=l.bbox.x0, y0=l.bbox.y0 + 40, x1=l.bbox.x1, y1=l.bbox.y1 + 40)}) for l in lines[1:50])]})
+    assert find_furniture(apart, []) == {0: BlockKind.HEADER}  # set off by a gap: the model is trusted
+
+
+def test_a_model_footer_region_over_a_last_line_after_a_paragraph_break_keeps_it_in_the_body():
+    # paragraphs of 8 lines with a blank line between them; the page's last line starts a paragraph
+    ys, y = [], 72.0
+    for i in range(49):
+        if i and i % 8 == 0:
+            y += 12.5
+        ys.append(y)
+        y += 12.5
+    lines = [line(f"body text line {i} of the licence goes on and on here", 56, y) for i, y in enumerate(ys)]
+    last = lines[-1].bbox
+    footer = [Region(kind=RegionKind.FOOTER, bbox=BBox(x0=50, y0=last.y0 - 2, x1=400, y1=last.y1 + 2), score=0.9)]
+    page = page_of(lines).model_copy(update={"regions": footer})
+    assert find_furniture(page, []) == {}
+    moved = lines[-1].model_copy(update={"bbox": BBox(x0=last.x0, y0=last.y0 + 40, x1=last.x1, y1=last.y1 + 40)})
+    footer = [Region(kind=RegionKind.FOOTER, bbox=BBox(x0=50, y0=last.y0 + 38, x1=400, y1=last.y1 + 42), score=0.9)]
+    apart = page.model_copy(update={"lines": [*lines[:-1], moved], "regions": footer})
+    assert find_furniture(apart, []) == {48: BlockKind.FOOTER}
+
+
+@pytest.mark.parametrize(("text", "strength"), [
+    ("Copyright 2021 Elsevier B.V.", "strong"), ("© The Authors 2024", "strong"),
+    ("give appropriate copyright permission.", None),  # the word in running text (a licence) is no notice
+    ("the copyright holders and contributors provide the work", None),
+])
+def test_a_copyright_notice_is_furniture_the_word_in_prose_is_not(text, strength):
+    assert furniture_pattern(text) == strength
