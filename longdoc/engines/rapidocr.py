@@ -11,6 +11,15 @@ classifier off (English CER 4.5% → 0.2%), ONNX Runtime memory arena on
 (+44%); together ~1.1–1.3 pages/s on 2 cores at ≤0.28% CER. Taller boxes
 (``Det.unclip_ratio`` ≥ 2.0) drop double letters.
 
+Runtime (``backend``): ONNX Runtime or OpenVINO under the same models,
+``auto`` times both once per machine and keeps the faster
+(:mod:`~longdoc.engines.backends`); the engine version ends with it
+(``rapidocr-3.10.0/PP-OCRv6/openvino``), so every page, the job record and
+``/readyz`` say which ran. ``recycle_after_pages``: ONNX Runtime's memory
+arena never returns memory to the system, so after about that many pages
+per worker the pool is replaced between two ``recognize`` calls (page
+groups), never in the middle of one.
+
 Failure semantics (per page, never an exception): a page whose worker raises,
 runs past ``page_timeout_seconds`` (its worker is killed), or kills its worker
 process (crash, out of memory) comes back with ``error.code ==
@@ -45,7 +54,8 @@ from types import TracebackType
 from typing import Any
 
 from longdoc import procs
-from longdoc.engines import rapidocr_worker
+from longdoc.engines import backends, rapidocr_worker
+from longdoc.engines import int8 as int8_model
 from longdoc.engines.base import EngineCapabilities, PageImage, RecognizedPage
 from longdoc.engines.rapidocr_worker import DEFAULT_PARAMS, RawPage
 from longdoc.engines.results import confidence, failed_page, quad_box
@@ -111,6 +121,9 @@ class RapidOcrEngine:
         max_in_flight: int | None = None,
         start_method: str = "forkserver",
         start_timeout_seconds: float = 180.0,
+        backend: str = "onnxruntime",
+        recycle_after_pages: int = 0,
+        int8: bool = False,
     ) -> None:
         if page_timeout_seconds <= 0:
             raise ValueError("page_timeout_seconds must be positive")
@@ -118,23 +131,65 @@ class RapidOcrEngine:
             raise ValueError("max_in_flight must be at least 1")
         if start_method not in ("forkserver", "spawn"):
             raise ValueError(f"start_method must be 'forkserver' or 'spawn', got {start_method!r}")
+        if backend not in ("auto", *backends.BACKENDS):
+            raise ValueError(f"backend must be auto, onnxruntime or openvino, got {backend!r}")
         self.workers = max(1, workers)
         self.page_timeout_seconds = page_timeout_seconds
-        self.params: dict[str, Any] = {
-            **DEFAULT_PARAMS,
-            "EngineConfig.onnxruntime.intra_op_num_threads": max(1, threads_per_worker),
-            **(params or {}),
-        }
+        self.threads_per_worker = max(1, threads_per_worker)
+        self.asked_backend = backend
+        self.recycle_after_pages = max(0, recycle_after_pages)
+        self.int8 = int8
+        self._rec_model: str | None | bool = False  # False: not looked for yet
+        self._extra_params = dict(params or {})
+        self._backend: tuple[backends.Backend, str] | None = None
+        self._pages_since_start = 0
         self.in_process = workers <= 1
         self.max_in_flight = 1 if self.in_process else (max_in_flight or 2 * self.workers)
         self.start_method = start_method
         self.start_timeout_seconds = start_timeout_seconds
-        model = self.params.get("Det.ocr_version", "PP-OCRv6")
-        self.version = f"rapidocr-{_package_version('rapidocr')}/{model}"
         self.capabilities = EngineCapabilities(languages=("ch", "en"))
         self._ocr: Any = None  # in-process RapidOCR
         self._pool: ProcessPoolExecutor | None = None
         self._pids: list[int] = []
+
+    # --- backend ---------------------------------------------------------
+
+    @property
+    def backend(self) -> backends.Backend:
+        """The runtime the models run on (``auto`` resolved on first use:
+        remembered for this machine, or timed; see :mod:`~longdoc.engines.backends`)."""
+        if self._backend is None:
+            self._backend = backends.choose(self.asked_backend, self.threads_per_worker, self.rec_model)
+            log.info("rapidocr backend", extra={"backend": self._backend[0], "why": self._backend[1]})
+        return self._backend[0]
+
+    @property
+    def rec_model(self) -> str | None:
+        """The int8 recognizer's path when ``int8`` (built on first use if
+        set-up did not; None, with a warning, when it cannot be), else None."""
+        if self._rec_model is False:
+            self._rec_model = None
+            if self.int8:
+                try:
+                    self._rec_model = str(int8_model.ensure())
+                except Exception as exc:  # onnx missing, read-only prefix, a bad file
+                    log.warning("int8 recognizer unavailable; using the float model",
+                                extra={"error": f"{type(exc).__name__}: {exc}"})
+        return self._rec_model  # type: ignore[return-value]
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """RapidOCR settings: the defaults, the backend's, the int8
+        recognizer, then the caller's."""
+        rec = {"Rec.model_path": self.rec_model} if self.rec_model else {}
+        return {**DEFAULT_PARAMS, **backends.params(self.backend, self.threads_per_worker), **rec,
+                **self._extra_params}
+
+    @property
+    def version(self) -> str:
+        """``rapidocr-<version>/<model>[-int8]/<backend>``: recorded with every page."""
+        model = self._extra_params.get("Det.ocr_version", "PP-OCRv6") + ("-int8" if self.rec_model else "")
+        return f"rapidocr-{_package_version('rapidocr')}/{model}/{self.backend}"
 
     # --- lifecycle -------------------------------------------------------
 
@@ -191,6 +246,10 @@ class RapidOcrEngine:
         after that, page failures are results, not exceptions.
         """
         self.load()
+        if self._pool is not None and self.recycle_after_pages and \
+                self._pages_since_start >= self.recycle_after_pages * self.workers:
+            log.info("recycling rapidocr workers", extra={"pages": self._pages_since_start})
+            self._restart_pool()  # memory the runtime's arena kept goes back to the system
         if self.in_process:
             for page in pages:
                 yield self._recognize_here(page)
@@ -294,6 +353,7 @@ class RapidOcrEngine:
                 f"RapidOCR worker processes failed to start: {type(exc).__name__}: {exc}", hint=_INSTALL_HINT
             ) from exc
         self._pool = pool
+        self._pages_since_start = 0
 
     def _restart_pool(self, resubmit: Iterable[Slot] = (), *, kill: bool = False) -> None:
         """Replace the pool (killing its workers first if ``kill``), then
@@ -312,6 +372,7 @@ class RapidOcrEngine:
     # --- results ---------------------------------------------------------
 
     def _page(self, page: PageImage, raw: RawPage) -> RecognizedPage:
+        self._pages_since_start += 1
         sideways = raw.rotation in (90, 270)
         frame = replace(page, width_pt=page.height_pt, height_pt=page.width_pt) if sideways else page
         lines = [

@@ -178,6 +178,49 @@ def _read(ocr: Any, image: np.ndarray, rotation: int) -> RawPage:
     )
 
 
+def time_backends(threads: int, rec_model: str | None = None, owner_pid: int | None = None) -> dict[str, float]:
+    """Seconds each installed backend takes to read :func:`calibration_image`
+    (best of two after a warm-up run); a backend that fails is left out."""
+    from longdoc.engines import backends
+
+    if owner_pid is not None:
+        procs.die_with(owner_pid)
+    image = calibration_image()
+    seconds: dict[str, float] = {}
+    for backend in backends.BACKENDS:
+        if not backends.available(backend):
+            continue
+        try:
+            rec = {"Rec.model_path": rec_model} if rec_model else {}
+            ocr = build_ocr({**DEFAULT_PARAMS, **backends.params(backend, threads), **rec})
+            run_ocr(ocr, image, upright=False)
+            runs = []
+            for _ in range(2):
+                t0 = time.perf_counter()
+                run_ocr(ocr, image, upright=False)
+                runs.append(time.perf_counter() - t0)
+            seconds[backend] = min(runs)
+        except Exception as exc:
+            logging.getLogger(__name__).warning("backend failed", extra={"backend": backend, "error": repr(exc)})
+    return seconds
+
+
+def calibration_image() -> np.ndarray:
+    """A fifth of a dense page: 8 lines of printed text at about 200 dpi,
+    so both models work as on a real page."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    words = ("the quick brown fox jumps over a lazy dog while seven wizards quietly judge "
+             "boxing matches 0123 4567 89 and report every result").split()
+    font = ImageFont.load_default(size=30)
+    img = Image.new("RGB", (1600, 8 * 52 + 60), "white")
+    draw = ImageDraw.Draw(img)
+    for i in range(8):
+        line = " ".join(words[(i * 3 + j) % len(words)] for j in range(14))
+        draw.text((40, 30 + i * 52), line, fill="black", font=font)
+    return np.asarray(img)
+
+
 def warm_up_image() -> np.ndarray:
     """A small RGB image with one printed line, so detection *and*
     recognition models both run once."""

@@ -29,6 +29,9 @@ def _rapidocr(settings: InferenceSettings) -> Engine:
         workers=settings.effective_workers(),
         threads_per_worker=settings.threads_per_worker,
         page_timeout_seconds=settings.page_timeout_seconds,
+        backend=settings.backend,
+        recycle_after_pages=settings.recycle_after_pages,
+        int8=settings.int8,
     )
     return PagedEngine(recognizer, workspace_budget=settings.workspace_budget_mb * 2**20)
 

@@ -186,6 +186,9 @@ class Container:
             checks["storage"] = False
             checks["storage_error"] = type(exc).__name__
         checks["engine"] = self._engine_ready()
+        engine = self.pipeline.engines().get(self.settings.inference.engine)
+        if engine is not None and self.readiness.warmed_up:
+            checks["engine_version"] = engine.version  # rapidocr: …/<backend>, the runtime in use
         return checks
 
     def _engine_ready(self) -> bool:

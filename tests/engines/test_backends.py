@@ -1,0 +1,99 @@
+"""The runtime under RapidOCR: asked for, or chosen by timing both once per
+machine; either reads the same text; workers are recycled between groups."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from longdoc.engines import backends
+from longdoc.engines import int8 as int8_model
+from longdoc.engines.model_files import ModelFileError
+from longdoc.engines.rapidocr import RapidOcrEngine
+from longdoc.errors import EngineUnavailable
+from tests.engines.pages import cer, english_page, english_strip
+
+needs_openvino = pytest.mark.skipif(not backends.available("openvino"), reason="openvino is not installed")
+
+
+def _text(rec) -> str:
+    return "\n".join(line.text for line in rec.lines)
+
+
+def test_an_asked_backend_is_used_as_asked():
+    assert backends.choose("onnxruntime", 1) == ("onnxruntime", "asked")
+
+
+def test_an_asked_backend_that_is_missing_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(backends, "available", lambda name: name != "openvino")
+    with pytest.raises(EngineUnavailable) as err:
+        backends.choose("openvino", 1)
+    assert err.value.code == "engine_unavailable" and "openvino" in str(err.value)
+    assert backends.choose("auto", 1) == ("onnxruntime", "only one installed")
+
+
+def test_an_unknown_backend_is_refused():
+    with pytest.raises(ValueError):
+        RapidOcrEngine(workers=1, backend="tensorflow")
+
+
+@needs_openvino
+def test_auto_times_both_once_then_remembers_the_faster(tmp_path, monkeypatch):
+    monkeypatch.setenv("LONGDOC_CACHE_DIR", str(tmp_path))
+    chosen, why = backends.choose("auto", 1)
+    assert why == "measured"
+    (entry,) = json.loads((tmp_path / "backend.json").read_text()).values()
+    assert set(entry["seconds"]) == {"onnxruntime", "openvino"} and all(s > 0 for s in entry["seconds"].values())
+    assert chosen == min(entry["seconds"], key=entry["seconds"].get)
+    assert backends.choose("auto", 1) == (chosen, "remembered")
+    assert backends.choose("auto", 2)[1] == "measured"  # another thread count is another machine
+
+
+@needs_openvino
+def test_openvino_reads_a_page_as_onnx_runtime_does():
+    sample = english_page()
+    texts = {}
+    for backend in backends.BACKENDS:
+        with RapidOcrEngine(workers=1, backend=backend) as engine:
+            (rec,) = engine.recognize([sample.image])
+            assert rec.error is None and rec.engine_version.endswith(f"/{backend}")
+            texts[backend] = _text(rec)
+    assert cer(texts["openvino"], sample.text) <= 0.01
+    assert cer(texts["openvino"], texts["onnxruntime"]) <= 0.005
+
+
+def test_workers_are_recycled_between_groups_and_lose_no_page():
+    samples = [english_strip(n) for n in range(1, 7)]
+    with RapidOcrEngine(workers=2, recycle_after_pages=1) as engine:
+        seen = []
+        for group in (samples[:2], samples[2:4], samples[4:]):
+            results = list(engine.recognize(s.image for s in group))
+            seen.append(engine.worker_pids())
+            assert [r.page for r in results] == [s.image.page for s in group]
+            for rec, sample in zip(results, group):
+                assert rec.error is None and cer(_text(rec), sample.text) <= 0.01
+    assert not set(seen[0]) & set(seen[1]) and not set(seen[1]) & set(seen[2])  # fresh workers each group
+
+
+def test_the_int8_recognizer_reads_as_the_float_one_does():
+    sample = english_page()
+    texts = {}
+    for int8 in (False, True):
+        with RapidOcrEngine(workers=1, backend="onnxruntime", int8=int8) as engine:
+            assert engine.version.endswith("PP-OCRv6-int8/onnxruntime" if int8 else "PP-OCRv6/onnxruntime")
+            (rec,) = engine.recognize([sample.image])
+            texts[int8] = _text(rec)
+    assert cer(texts[True], sample.text) <= 0.01
+    assert cer(texts[True], texts[False]) <= 0.005
+
+
+def test_an_int8_file_that_does_not_match_its_hash_is_refused(tmp_path):
+    built = int8_model.ensure()
+    copy = tmp_path / built.name
+    data = bytearray(built.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    copy.write_bytes(bytes(data))
+    (tmp_path / f"{built.name}.sha256").write_text(built.with_name(built.name + ".sha256").read_text())
+    with pytest.raises(ModelFileError):
+        int8_model.int8_recognizer(copy)
