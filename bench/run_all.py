@@ -16,6 +16,7 @@ RUNS = [
     ["cer_devset.py", "--max-pages", "20"],
     ["reading_quality.py", "--max-pages", "20"],
     ["spacing.py"],
+    ["vs_ocrmypdf.py", "--rounds", "2"],
     ["service_load.py", "--clients", "8", "--per-client", "4", "--scans", "4", "--jobs", "0"],
 ]
 
