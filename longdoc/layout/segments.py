@@ -91,7 +91,10 @@ def _is_channel(gx0: float, gx1: float, at: LineBox, lines: Sequence[LineBox], h
             return True
     if any(_crosses([l], gx0, gx1) for l in near):
         return False
-    edge = sum(1 for l in near if l.x0 < gx0 and gx0 - EDGE_LINES * h <= l.x1 <= gx1)
+    tolerance = EDGE_LINES * h
+    if any(l.x0 < gx0 and gx0 + tolerance < l.x1 for l in near):
+        return False  # a line of the column runs on into the gap: the column does not end at its edge
+    edge = sum(1 for l in near if l is not at and l.x0 < gx0 and abs(l.x1 - gx0) <= tolerance)
     return edge >= MIN_CHANNEL_ROWS
 
 
