@@ -30,9 +30,10 @@ Single-page rules (no neighbour needed), for a line in a band:
 - **layout model**: the line lies in a region the layout model called a
   header or footer (``page.regions``) that is no taller than
   :data:`MAX_REGION_LINES` lines, and the line stands further from the
-  body than the page's paragraphs from each other (:func:`_set_apart`: the
-  model also calls the first or last line of a dense page a header or
-  footer) → HEADER / FOOTER (PAGE_NUMBER when a folio);
+  body than the page's paragraphs from each other (:func:`_set_apart`) or
+  is set smaller than the body (the model also calls the first or last line of
+  a dense page a header or footer) → HEADER / FOOTER (PAGE_NUMBER when a
+  folio);
 - **pattern**: its text is typical furniture (:func:`furniture_pattern`:
   a DOI, "Downloaded from …", a copyright or licence line, an ISSN, a
   volume/issue/pages citation line ("12(3):45–67"), "Page 3 of 9", an arXiv stamp, a bare
@@ -230,7 +231,7 @@ def find_furniture(target: Page, neighbors: Sequence[Page]) -> dict[int, BlockKi
             if repeats and in_zone:
                 found[c.line.idx] = edge_kind
                 continue
-        if _in_any(c.line, marked) and in_zone and _set_apart(c, lines):
+        if _in_any(c.line, marked) and in_zone and (_set_apart(c, lines) or _smaller(c.line, h)):
             found[c.line.idx] = BlockKind.PAGE_NUMBER if c.folio is not None else edge_kind
             continue
         pattern = furniture_pattern(c.line.text)
@@ -300,6 +301,16 @@ def _set_apart(c: _Candidate, lines: list[LineBox]) -> bool:
     others = others or [0.0]
     paragraph = others[1] if len(others) > 1 else others[0]  # one wide gap (a figure's) aside
     return own > SET_APART_FACTOR * paragraph
+
+
+#: a line this share smaller than the body's lines is set in a smaller size
+SMALLER = 0.15
+
+
+def _smaller(line: LineBox, h: float) -> bool:
+    """Whether ``line`` is set smaller than the body, as running heads and
+    feet usually are (a larger one may be a heading: it stays in the text)."""
+    return line.h < (1 - SMALLER) * h
 
 
 def _in_any(line: LineBox, boxes: list[tuple[float, float, float, float]]) -> bool:

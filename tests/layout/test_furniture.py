@@ -244,3 +244,20 @@ def test_a_model_footer_region_over_a_last_line_after_a_paragraph_break_keeps_it
 ])
 def test_a_copyright_notice_is_furniture_the_word_in_prose_is_not(text, strength):
     assert furniture_pattern(text) == strength
+
+
+def test_a_model_header_region_over_a_smaller_first_line_takes_it_out():
+    # paragraph breaks as wide as the gap under the header: only its smaller size sets it apart
+    ys, y = [], 90.0
+    for i in range(45):
+        if i and i % 6 == 0:
+            y += 12.5
+        ys.append(y)
+        y += 12.5
+    head = line("Journal of Examples, Volume Three", 56, 72.0, size=7.0)
+    body = [line(f"body text line {i} of the article goes on here", 56, y) for i, y in enumerate(ys)]
+    region = [Region(kind=RegionKind.HEADER, bbox=BBox(x0=50, y0=70, x1=300, y1=80), score=0.9)]
+    assert find_furniture(page_of([head, *body]).model_copy(update={"regions": region}), []) == {0: BlockKind.HEADER}
+    same_size = line("Journal of Examples, Volume Three", 56, 72.0 - 3)
+    page = page_of([same_size, *body]).model_copy(update={"regions": region})
+    assert find_furniture(page, []) == {}  # body-sized, no wider gap than a paragraph break: body text
