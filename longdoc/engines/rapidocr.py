@@ -43,6 +43,7 @@ import logging
 import multiprocessing
 import os
 import time
+from functools import cached_property
 from dataclasses import replace
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -185,9 +186,10 @@ class RapidOcrEngine:
         return {**DEFAULT_PARAMS, **backends.params(self.backend, self.threads_per_worker), **rec,
                 **self._extra_params}
 
-    @property
+    @cached_property
     def version(self) -> str:
-        """``rapidocr-<version>/<model>[-int8]/<backend>``: recorded with every page."""
+        """``rapidocr-<version>/<model>[-int8]/<backend>``: recorded with every
+        page (worked out once: backend and recognizer are settled on first use)."""
         model = self._extra_params.get("Det.ocr_version", "PP-OCRv6") + ("-int8" if self.rec_model else "")
         return f"rapidocr-{_package_version('rapidocr')}/{model}/{self.backend}"
 

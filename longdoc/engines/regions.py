@@ -84,11 +84,7 @@ class RegionDetector:
             yield first.page, self._collect(first, future)
 
     def close(self) -> None:
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            _kill(pool)
-            pool.shutdown(wait=True, cancel_futures=True)
+        self._drop_pool(wait=True)
 
     # -- the pool ---------------------------------------------------------------
 
@@ -126,11 +122,15 @@ class RegionDetector:
             return self._pool
 
     def _replace_pool(self) -> None:
+        self._drop_pool(wait=False)
+
+    def _drop_pool(self, *, wait: bool) -> None:
+        """Kill the current pool's workers; the next page starts a new pool."""
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
             _kill(pool)
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown(wait=wait, cancel_futures=True)
 
 
 def _kill(pool: ProcessPoolExecutor) -> None:
