@@ -116,6 +116,13 @@ class InferenceSettings(_Section):
         "machine, timed once and remembered")
     int8: bool = Field(default=True, description="rapidocr: the int8 recognizer built from the wheel's model "
                        "(its convolutions in int8: ~1.2x faster recognition, same error rate); false = the float model")
+    recognizer: Literal["cascade", "small", "tiny"] = Field(
+        default="cascade", description="rapidocr: which text recognizer reads the lines; cascade: PP-OCRv6 tiny "
+        "reads every line and the small model reads again the lines tiny is unsure of (4-5x less recognition "
+        "time on dense pages, the small model's accuracy); small or tiny: that model alone")
+    recheck_below: float = Field(default=0.96, ge=0.0, le=1.0, description="rapidocr cascade: a line tiny reads "
+                                 "with a mean character confidence below this (or with a run of 4+ digits) is "
+                                 "read again by the small model")
     recycle_after_pages: int = Field(default=200, ge=0, description="a rapidocr worker process is replaced after "
                                      "about this many pages, between groups (its runtime's memory arena never "
                                      "shrinks); 0 = never")

@@ -8,8 +8,9 @@ about twice as fast on a 2-core Intel Xeon with AVX-512/AMX). Setting
 - ``onnxruntime`` or ``openvino``: that one (OpenVINO missing →
   :class:`~longdoc.errors.EngineUnavailable`);
 - ``auto`` (default): time both on one calibration page in a worker process
-  (:func:`~longdoc.engines.rapidocr_worker.time_backends`) and keep the
-  faster. The choice is remembered per machine (processor model, core count,
+  (:func:`~longdoc.engines.rapidocr_worker.time_backends`, the engine's own
+  recognizers) and keep the faster — OpenVINO only when it is clearly
+  faster (:data:`OPENVINO_MARGIN`). The choice is remembered per machine (processor model, core count,
   thread count and runtime versions) in ``backend.json`` under the cache
   folder (``$LONGDOC_CACHE_DIR``, else ``$XDG_CACHE_HOME/longdoc``, else
   ``~/.cache/longdoc``), so the timing runs once per machine, not per start.
@@ -28,6 +29,7 @@ import logging
 import os
 import platform
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -43,6 +45,10 @@ Backend = Literal["onnxruntime", "openvino"]
 BACKENDS: tuple[Backend, ...] = ("onnxruntime", "openvino")
 #: seconds the timing of both backends may take before ONNX Runtime is kept
 PROBE_TIMEOUT_S = 300.0
+#: how much faster OpenVINO must read to be kept: timings of one page vary
+#: by ±5% run to run, and OpenVINO compiles its models at every start
+#: (~1-2 s more than ONNX Runtime per worker)
+OPENVINO_MARGIN = 0.10
 
 
 def available(backend: str) -> bool:
@@ -69,10 +75,19 @@ def params(backend: Backend, threads: int) -> dict[str, Any]:
     }
 
 
-def choose(asked: str, threads: int, rec_model: str | None = None) -> tuple[Backend, str]:
+#: an OCR set-up per backend: RapidOCR settings and the cascade plan (or None)
+Setup = tuple[dict[str, Any], Any]
+
+
+def choose(asked: str, threads: int, setup: Callable[[Backend], Setup] | None = None,
+           models: Sequence[str | None] = ()) -> tuple[Backend, str]:
     """The backend to use for ``asked`` (auto, onnxruntime, openvino) and
     why: ``asked``, ``measured``, ``remembered`` or ``only one installed``.
-    ``rec_model``: the recognizer file to time with (None: the wheel's)."""
+    ``setup(backend)`` gives the engine's OCR set-up on that backend (what
+    is timed; default: the wheel's models with longdoc's settings);
+    ``models``: the model files it reads (their hashes are part of what the
+    choice is remembered under). OpenVINO is kept only when it reads
+    :data:`OPENVINO_MARGIN` faster: it compiles its models at every start."""
     if asked in BACKENDS:
         if not available(asked):
             raise EngineUnavailable(f"inference.backend is {asked!r} but the `{asked}` package is not installed.",
@@ -80,23 +95,40 @@ def choose(asked: str, threads: int, rec_model: str | None = None) -> tuple[Back
         return asked, "asked"  # type: ignore[return-value]
     if not available("openvino"):
         return "onnxruntime", "only one installed"
-    key = machine_key(threads, rec_model)
+    key = machine_key(threads, models)
     remembered = _read_cache().get(key)
     if remembered and remembered.get("backend") in BACKENDS:
         return remembered["backend"], "remembered"
-    seconds = _probe(threads, rec_model)
+    setup = setup or (lambda backend: (default_params(backend, threads), None))
+    seconds = _probe({backend: setup(backend) for backend in BACKENDS if available(backend)})
     if not seconds:
         return "onnxruntime", "timing failed"
-    best: Backend = min(seconds, key=seconds.get)  # type: ignore[arg-type]
+    best = faster(seconds)
     log.info("backend chosen", extra={"backend": best, "seconds": seconds})
     _write_cache(key, {"backend": best, "seconds": seconds, "measured_at": time.time()})
     return best, "measured"
 
 
-def machine_key(threads: int, rec_model: str | None = None) -> str:
+def faster(seconds: dict[str, float]) -> Backend:
+    """ONNX Runtime unless OpenVINO took at most 1 − :data:`OPENVINO_MARGIN`
+    of its time (or ONNX Runtime was not timed)."""
+    ort, ov = seconds.get("onnxruntime"), seconds.get("openvino")
+    if ort is None:
+        return "openvino"
+    return "openvino" if ov is not None and ov <= (1 - OPENVINO_MARGIN) * ort else "onnxruntime"
+
+
+def default_params(backend: Backend, threads: int) -> dict[str, Any]:
+    """The wheel's models with longdoc's default settings, on ``backend``."""
+    from longdoc.engines.rapidocr_worker import DEFAULT_PARAMS
+
+    return {**DEFAULT_PARAMS, **params(backend, threads)}
+
+
+def machine_key(threads: int, models: Sequence[str | None] = ()) -> str:
     """What the speed of a backend depends on, hashed."""
     facts = {"cpu": _cpu_model(), "cores": os.cpu_count(), "machine": platform.machine(), "threads": threads,
-             "rec_model": sha256_of(Path(rec_model)) if rec_model else None,
+             "models": [sha256_of(Path(m)) if m else None for m in models],
              **{name: _version(name) for name in ("rapidocr", "onnxruntime", "openvino")}}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -108,12 +140,12 @@ def cache_dir() -> Path:
     return Path(base) / "longdoc"
 
 
-def _probe(threads: int, rec_model: str | None) -> dict[str, float]:
+def _probe(setups: dict[str, Setup]) -> dict[str, float]:
     from longdoc.engines import rapidocr_worker
 
     try:
         with ProcessPoolExecutor(1, mp_context=procs.context()) as pool:
-            future = pool.submit(rapidocr_worker.time_backends, threads, rec_model, os.getpid())
+            future = pool.submit(rapidocr_worker.time_backends, setups, os.getpid())
             return future.result(timeout=PROBE_TIMEOUT_S)
     except Exception as exc:  # a backend that fails to build or run loses
         log.warning("backend timing failed", extra={"error": f"{type(exc).__name__}: {exc}"})

@@ -11,6 +11,13 @@ classifier off (English CER 4.5% → 0.2%), ONNX Runtime memory arena on
 (+44%); together ~1.1–1.3 pages/s on 2 cores at ≤0.28% CER. Taller boxes
 (``Det.unclip_ratio`` ≥ 2.0) drop double letters.
 
+Recognizer (``recognizer``): ``cascade`` (default) reads every line with
+PP-OCRv6 *tiny* and reads again with the *small* model of the wheel the
+lines tiny is unsure of (:mod:`~longdoc.engines.cascade`; 4-5× less
+recognition time on dense pages, the small model's accuracy); ``small`` or
+``tiny`` alone. Tiny comes from set-up (:mod:`~longdoc.engines.model_files`);
+without it the engine reads with small alone and says so in a warning.
+
 Runtime (``backend``): ONNX Runtime or OpenVINO under the same models,
 ``auto`` times both once per machine and keeps the faster
 (:mod:`~longdoc.engines.backends`); the engine version ends with it
@@ -55,8 +62,9 @@ from types import TracebackType
 from typing import Any
 
 from longdoc import procs
-from longdoc.engines import backends, rapidocr_worker
+from longdoc.engines import backends, model_files, rapidocr_worker
 from longdoc.engines import int8 as int8_model
+from longdoc.engines.cascade import DEFAULT_BELOW, RecheckPlan
 from longdoc.engines.base import EngineCapabilities, PageImage, RecognizedPage
 from longdoc.engines.rapidocr_worker import DEFAULT_PARAMS, RawPage
 from longdoc.engines.results import confidence, failed_page, quad_box
@@ -78,6 +86,9 @@ ACTIVATION_BYTES = 160 * 1024 * 1024
 #: Copies of the page image alive while it is in flight: the caller's, the
 #: pickled one in the worker, and the worker's BGR copy.
 IMAGE_COPIES = 3
+
+#: what ``recognizer`` may name
+RECOGNIZERS = ("cascade", "small", "tiny")
 
 _INSTALL_HINT = "Install `rapidocr` and `onnxruntime` (`pip install longdoc`) or choose another engine."
 
@@ -125,6 +136,8 @@ class RapidOcrEngine:
         backend: str = "onnxruntime",
         recycle_after_pages: int = 0,
         int8: bool = False,
+        recognizer: str = "cascade",
+        recheck_below: float = DEFAULT_BELOW,
     ) -> None:
         if page_timeout_seconds <= 0:
             raise ValueError("page_timeout_seconds must be positive")
@@ -134,13 +147,20 @@ class RapidOcrEngine:
             raise ValueError(f"start_method must be 'forkserver' or 'spawn', got {start_method!r}")
         if backend not in ("auto", *backends.BACKENDS):
             raise ValueError(f"backend must be auto, onnxruntime or openvino, got {backend!r}")
+        if recognizer not in RECOGNIZERS:
+            raise ValueError(f"recognizer must be one of {', '.join(RECOGNIZERS)}, got {recognizer!r}")
+        if not 0.0 <= recheck_below <= 1.0:
+            raise ValueError("recheck_below must be between 0 and 1")
         self.workers = max(1, workers)
         self.page_timeout_seconds = page_timeout_seconds
         self.threads_per_worker = max(1, threads_per_worker)
         self.asked_backend = backend
         self.recycle_after_pages = max(0, recycle_after_pages)
         self.int8 = int8
+        self.asked_recognizer = recognizer
+        self.recheck_below = recheck_below
         self._rec_model: str | None | bool = False  # False: not looked for yet
+        self._tiny: tuple[str, str] | None | bool = False  # False: not looked for yet
         self._extra_params = dict(params or {})
         self._backend: tuple[backends.Backend, str] | None = None
         self._pages_since_start = 0
@@ -160,7 +180,8 @@ class RapidOcrEngine:
         """The runtime the models run on (``auto`` resolved on first use:
         remembered for this machine, or timed; see :mod:`~longdoc.engines.backends`)."""
         if self._backend is None:
-            self._backend = backends.choose(self.asked_backend, self.threads_per_worker, self.rec_model)
+            self._backend = backends.choose(self.asked_backend, self.threads_per_worker, self._setup,
+                                            models=[self.rec_model, self.tiny_model[0] if self.tiny_model else None])
             log.info("rapidocr backend", extra={"backend": self._backend[0], "why": self._backend[1]})
         return self._backend[0]
 
@@ -179,18 +200,59 @@ class RapidOcrEngine:
         return self._rec_model  # type: ignore[return-value]
 
     @property
-    def params(self) -> dict[str, Any]:
-        """RapidOCR settings: the defaults, the backend's, the int8
-        recognizer, then the caller's."""
+    def tiny_model(self) -> tuple[str, str] | None:
+        """The tiny recognizer and its dictionary when ``recognizer`` uses
+        it and set-up installed it; None (with a warning) when it is missing."""
+        if self._tiny is False:
+            self._tiny = None
+            if self.asked_recognizer != "small":
+                try:
+                    rec, keys = model_files.tiny_recognizer()
+                    self._tiny = (str(rec), str(keys))
+                except model_files.ModelFileError as exc:
+                    log.warning("tiny recognizer unavailable (run scripts/setup.sh); reading with the small model "
+                                "alone", extra={"error": str(exc)})
+        return self._tiny  # type: ignore[return-value]
+
+    @property
+    def recognizer(self) -> str:
+        """The recognizer that reads: the one asked for, or ``small`` when
+        the tiny model is missing."""
+        return self.asked_recognizer if self.tiny_model else "small"
+
+    def _setup(self, backend: backends.Backend) -> tuple[dict[str, Any], RecheckPlan | None]:
+        """RapidOCR settings on ``backend`` (the defaults, the backend's, the
+        recognizer's, then the caller's) and the cascade's plan, if any."""
         rec = {"Rec.model_path": self.rec_model} if self.rec_model else {}
-        return {**DEFAULT_PARAMS, **backends.params(self.backend, self.threads_per_worker), **rec,
-                **self._extra_params}
+        accurate = {**DEFAULT_PARAMS, **backends.params(backend, self.threads_per_worker), **rec,
+                    **self._extra_params}
+        if self.recognizer == "small" or not self.tiny_model:
+            return accurate, None
+        fast = {**accurate, "Rec.model_path": self.tiny_model[0], "Rec.rec_keys_path": self.tiny_model[1]}
+        if self.recognizer == "tiny":
+            return fast, None
+        return fast, RecheckPlan(accurate_params=accurate, below=self.recheck_below)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """RapidOCR settings of the (first) recognizer."""
+        return self._setup(self.backend)[0]
+
+    @property
+    def recheck(self) -> RecheckPlan | None:
+        """The cascade's plan (None unless ``recognizer`` is ``cascade``)."""
+        return self._setup(self.backend)[1]
 
     @cached_property
     def version(self) -> str:
-        """``rapidocr-<version>/<model>[-int8]/<backend>``: recorded with every
-        page (worked out once: backend and recognizer are settled on first use)."""
-        model = self._extra_params.get("Det.ocr_version", "PP-OCRv6") + ("-int8" if self.rec_model else "")
+        """``rapidocr-<version>/<model>/<backend>``, the model being
+        ``PP-OCRv6[-int8]`` (small), ``PP-OCRv6-tiny`` or
+        ``PP-OCRv6-tiny+small[-int8]`` (cascade): recorded with every page
+        (worked out once: backend and recognizer are settled on first use)."""
+        family = self._extra_params.get("Det.ocr_version", "PP-OCRv6")
+        int8 = "-int8" if self.rec_model else ""
+        model = {"small": f"{family}{int8}", "tiny": f"{family}-tiny",
+                 "cascade": f"{family}-tiny+small{int8}"}[self.recognizer]
         return f"rapidocr-{_package_version('rapidocr')}/{model}/{self.backend}"
 
     # --- lifecycle -------------------------------------------------------
@@ -208,7 +270,7 @@ class RapidOcrEngine:
                 raise EngineUnavailable(f"Python package `{module}` is not installed.", hint=_INSTALL_HINT)
         if self.in_process:
             try:
-                self._ocr = rapidocr_worker.build_ocr(self.params)
+                self._ocr = rapidocr_worker.build_ocr(*self._setup(self.backend))
             except Exception as exc:  # ImportError, ONNX Runtime errors
                 raise EngineUnavailable(f"RapidOCR failed to start: {exc}", hint=_INSTALL_HINT) from exc
         else:
@@ -340,11 +402,12 @@ class RapidOcrEngine:
     def _start_pool(self) -> None:
         """Start ``workers`` processes and wait until each has warmed up."""
         context = procs.context() if self.start_method == "forkserver" else multiprocessing.get_context("spawn")
+        params, recheck = self._setup(self.backend)
         pool = ProcessPoolExecutor(
             max_workers=self.workers,
             mp_context=context,
             initializer=rapidocr_worker.init_worker,
-            initargs=(self.params, os.getpid()),
+            initargs=(params, os.getpid(), recheck),
         )
         try:
             self._pids = _await_workers(pool, self.workers, self.start_timeout_seconds)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from longdoc import procs
+from longdoc.engines.cascade import RecheckPlan, attach
 from longdoc.engines.results import check_image
 
 #: Settings measured on this project's scans (see the engine's docstring).
@@ -45,26 +46,34 @@ class RawPage:
     #: clockwise degrees the image was turned to read it upright (0, 90, 180,
     #: 270); quads are in the turned image's pixels.
     rotation: int = 0
+    #: lines read (all passes) and lines read a second time by the accurate
+    #: recognizer of a cascade (:mod:`~longdoc.engines.cascade`)
+    lines_read: int = 0
+    rechecked: int = 0
 
 
-def build_ocr(params: dict[str, Any]) -> Any:
-    """A warmed-up ``RapidOCR`` with ``params`` (raises ImportError if missing)."""
+def build_ocr(params: dict[str, Any], recheck: RecheckPlan | None = None) -> Any:
+    """A warmed-up ``RapidOCR`` with ``params`` (raises ImportError if
+    missing); with ``recheck``, its recognizer is a cascade whose second,
+    accurate model reads again the lines the first was unsure of."""
     from rapidocr import RapidOCR
 
     _adopt_rapidocr_logger()
     ocr = RapidOCR(params=params)
+    if recheck is not None:
+        attach(ocr, recheck)
     run_ocr(ocr, warm_up_image())
     return ocr
 
 
-def init_worker(params: dict[str, Any], owner_pid: int | None = None) -> None:
+def init_worker(params: dict[str, Any], owner_pid: int | None = None, recheck: RecheckPlan | None = None) -> None:
     """Process-pool initializer: tie this process to ``owner_pid`` (it exits
     when the owner does), log JSON lines, build the OCR object once."""
     global _ocr
     if owner_pid is not None:
         procs.die_with(owner_pid)
     _json_logs()
-    _ocr = build_ocr(params)
+    _ocr = build_ocr(params, recheck)
 
 
 def _adopt_rapidocr_logger() -> None:
@@ -115,6 +124,7 @@ def run_ocr(ocr: Any, image: np.ndarray, *, upright: bool = True) -> RawPage:
     """
     check_image(image)
     t0 = time.perf_counter()
+    counts = _counts(ocr)
     best = _read(ocr, image, 0)
     if upright:
         for rotation in _turns_worth_trying(best):
@@ -122,7 +132,15 @@ def run_ocr(ocr: Any, image: np.ndarray, *, upright: bool = True) -> RawPage:
             if _better(candidate, best):
                 best = candidate
     best.seconds = time.perf_counter() - t0
+    best.lines_read, best.rechecked = (now - before for now, before in zip(_counts(ocr), counts))
     return best
+
+
+def _counts(ocr: Any) -> tuple[int, int]:
+    """Lines the OCR object's recognizer has read, and read twice (a cascade
+    counts them; a plain recognizer reports none)."""
+    rec = getattr(ocr, "text_rec", None)
+    return getattr(rec, "lines", 0), getattr(rec, "rechecked", 0)
 
 
 #: below this mean recognition score a page is also tried upside down
@@ -162,8 +180,12 @@ def _confident_chars(raw: RawPage) -> float:
     return sum(score * len(text.strip()) for text, score in zip(raw.texts, raw.scores))
 
 
+def _turned(image: np.ndarray, rotation: int) -> np.ndarray:
+    return np.rot90(image, k=-(rotation // 90)) if rotation else image
+
+
 def _read(ocr: Any, image: np.ndarray, rotation: int) -> RawPage:
-    turned = np.rot90(image, k=-(rotation // 90)) if rotation else image
+    turned = _turned(image, rotation)
     # RapidOCR reads a 3-channel ndarray as BGR (OpenCV order).
     out = ocr(np.ascontiguousarray(turned[..., ::-1]))
     boxes, texts, scores = out.boxes, out.txts, out.scores
@@ -178,24 +200,21 @@ def _read(ocr: Any, image: np.ndarray, rotation: int) -> RawPage:
     )
 
 
-def time_backends(threads: int, rec_model: str | None = None, owner_pid: int | None = None) -> dict[str, float]:
-    """Seconds each installed backend takes to read :func:`calibration_image`
-    (best of two after a warm-up run); a backend that fails is left out."""
-    from longdoc.engines import backends
-
+def time_backends(setups: dict[str, tuple[dict[str, Any], RecheckPlan | None]],
+                  owner_pid: int | None = None) -> dict[str, float]:
+    """Seconds each backend's OCR set-up (``setups``: backend → RapidOCR
+    settings and cascade plan) takes to read :func:`calibration_image`
+    (best of three after a warm-up run); a backend that fails is left out."""
     if owner_pid is not None:
         procs.die_with(owner_pid)
     image = calibration_image()
     seconds: dict[str, float] = {}
-    for backend in backends.BACKENDS:
-        if not backends.available(backend):
-            continue
+    for backend, (params, recheck) in setups.items():
         try:
-            rec = {"Rec.model_path": rec_model} if rec_model else {}
-            ocr = build_ocr({**DEFAULT_PARAMS, **backends.params(backend, threads), **rec})
+            ocr = build_ocr(params, recheck)
             run_ocr(ocr, image, upright=False)
             runs = []
-            for _ in range(2):
+            for _ in range(3):
                 t0 = time.perf_counter()
                 run_ocr(ocr, image, upright=False)
                 runs.append(time.perf_counter() - t0)
@@ -206,8 +225,9 @@ def time_backends(threads: int, rec_model: str | None = None, owner_pid: int | N
 
 
 def calibration_image() -> np.ndarray:
-    """A fifth of a dense page: 8 lines of printed text at about 200 dpi,
-    so both models work as on a real page."""
+    """A fifth of a dense page: 8 lines of printed text at about 200 dpi, of
+    different lengths (each line is a new input shape, as on a real page),
+    so both models work as they do on pages."""
     from PIL import Image, ImageDraw, ImageFont
 
     words = ("the quick brown fox jumps over a lazy dog while seven wizards quietly judge "
@@ -216,7 +236,7 @@ def calibration_image() -> np.ndarray:
     img = Image.new("RGB", (1600, 8 * 52 + 60), "white")
     draw = ImageDraw.Draw(img)
     for i in range(8):
-        line = " ".join(words[(i * 3 + j) % len(words)] for j in range(14))
+        line = " ".join(words[(i * 3 + j) % len(words)] for j in range(14 - i % 4 * 3))
         draw.text((40, 30 + i * 52), line, fill="black", font=font)
     return np.asarray(img)
 

@@ -32,6 +32,8 @@ def _rapidocr(settings: InferenceSettings) -> Engine:
         backend=settings.backend,
         recycle_after_pages=settings.recycle_after_pages,
         int8=settings.int8,
+        recognizer=settings.recognizer,
+        recheck_below=settings.recheck_below,
     )
     return PagedEngine(recognizer, workspace_budget=settings.workspace_budget_mb * 2**20)
 

@@ -37,7 +37,7 @@ def assert_recognized(rec, sample: SamplePage) -> None:
 def test_engine_describes_itself(engine):
     assert isinstance(engine, PageRecognizer)
     assert engine.name == "rapidocr"
-    assert engine.version == f"rapidocr-{version('rapidocr')}/PP-OCRv6/onnxruntime"
+    assert engine.version == f"rapidocr-{version('rapidocr')}/PP-OCRv6-tiny+small/onnxruntime"
     assert set(engine.capabilities.languages) == {"ch", "en"}
     assert engine.workers == 2
     assert engine.max_in_flight == 4

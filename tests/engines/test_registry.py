@@ -17,7 +17,8 @@ def test_page_engines_are_registered():
 
 
 def test_rapidocr_is_built_from_settings_without_starting_workers():
-    settings = InferenceSettings(workers=3, threads_per_worker=2, page_timeout_seconds=12)
+    settings = InferenceSettings(workers=3, threads_per_worker=2, page_timeout_seconds=12, backend="onnxruntime",
+                                 recognizer="small", recheck_below=0.9)
     paged = get_engine("rapidocr", settings)
     assert isinstance(paged, PagedEngine) and isinstance(paged, Engine)
     assert paged.capabilities.output == "lines" and paged.capabilities.groups_in_flight == 1
@@ -27,6 +28,7 @@ def test_rapidocr_is_built_from_settings_without_starting_workers():
     assert engine.workers == 3 and engine.max_in_flight == 6
     assert engine.page_timeout_seconds == 12
     assert engine.params["EngineConfig.onnxruntime.intra_op_num_threads"] == 2
+    assert engine.asked_recognizer == "small" and engine.recheck_below == 0.9
     assert engine.worker_pids() == []
 
 

@@ -1,0 +1,84 @@
+"""The default recognizer: PP-OCRv6 tiny reads every line, the small model
+reads again the lines tiny is unsure of (real models, real pages)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from longdoc.engines import model_files
+from longdoc.engines.cascade import needs_recheck
+from longdoc.engines.rapidocr import RapidOcrEngine
+from tests.engines.pages import CJK_FONT, cer, english_page, render_page
+
+#: characters the small model knows and tiny's 6,904 do not (tiny can never
+#: write them), set in a sentence of common ones
+RARE = "仉仫伛佥侔俦偾"
+RARE_LINE = f"古籍中常见的姓氏有{RARE}等字"
+
+
+def _text(rec) -> str:
+    return "\n".join(line.text for line in rec.lines)
+
+
+def _read(sample, **kwargs) -> tuple[str, str]:
+    with RapidOcrEngine(workers=1, backend="onnxruntime", int8=False, **kwargs) as engine:
+        (rec,) = engine.recognize([sample.image])
+        assert rec.error is None
+        return _text(rec), engine.version
+
+
+def test_the_cascade_reads_a_dense_page_as_the_small_model_does_and_says_so():
+    sample = english_page(n_lines=12)
+    cascade, version = _read(sample)
+    small, small_version = _read(sample, recognizer="small")
+    assert version.endswith("/PP-OCRv6-tiny+small/onnxruntime") and small_version.endswith("/PP-OCRv6/onnxruntime")
+    assert cer(cascade, sample.text) <= 0.01
+    assert cer(cascade, small) <= 0.005
+
+
+def test_a_character_only_the_small_model_knows_is_not_lost():
+    sample = render_page([RARE_LINE], font_path=CJK_FONT, size_pt=14.0, top_pt=20.0, height_pt=80.0)
+    tiny, _ = _read(sample, recognizer="tiny")
+    cascade, _ = _read(sample)
+    assert not set(RARE) & set(tiny)  # tiny alone cannot write them ...
+    assert sum(ch in cascade for ch in RARE) >= len(RARE) - 1  # ... the cascade reads them again with small
+    assert cer(cascade, RARE_LINE) <= 0.15
+
+
+def test_every_line_is_read_again_below_a_bar_of_one_and_none_above_a_bar_of_zero():
+    sample = english_page(n_lines=4)
+    small, _ = _read(sample, recognizer="small")
+    tiny, _ = _read(sample, recognizer="tiny")
+    assert _read(sample, recheck_below=1.0)[0] == small  # every line re-read: small's text exactly
+    assert _read(sample, recheck_below=0.0)[0] == tiny  # no line under a bar of 0 (and no long number here)
+
+
+def test_sure_lines_are_kept_and_unsure_lines_or_long_numbers_are_read_again():
+    assert not needs_recheck("The harbour master kept a ledger", 0.99, 0.96)
+    assert needs_recheck("The harbour master kept a ledger", 0.90, 0.96)
+    assert needs_recheck("Population 1220 345", 0.99, 0.96)  # digit groups tiny may have glued
+    assert needs_recheck("In 1887 the ledger", 0.99, 0.96)  # a year or glued groups: the small model decides
+    assert not needs_recheck("In 188 the ledger", 0.99, 0.96)
+    assert needs_recheck("", 0.0, 0.96)  # a line tiny could not read at all
+
+
+def test_without_the_tiny_model_the_engine_reads_with_small_and_warns(monkeypatch, caplog):
+    def missing():
+        raise model_files.ModelFileError("PP-OCRv6_rec_tiny.onnx does not exist")
+
+    monkeypatch.setattr(model_files, "tiny_recognizer", missing)
+    sample = english_page(n_lines=3)
+    with caplog.at_level(logging.WARNING):
+        text, version = _read(sample)
+    assert version.endswith("/PP-OCRv6/onnxruntime")
+    assert cer(text, sample.text) <= 0.01
+    assert any("tiny recognizer unavailable" in r.getMessage() for r in caplog.records)
+
+
+def test_an_unknown_recognizer_or_bar_is_refused():
+    with pytest.raises(ValueError):
+        RapidOcrEngine(workers=1, recognizer="huge")
+    with pytest.raises(ValueError):
+        RapidOcrEngine(workers=1, recheck_below=1.5)
