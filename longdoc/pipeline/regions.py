@@ -9,14 +9,20 @@ footers) go on ``page.regions`` for layout to read. A page that cannot be
 rendered or analyzed keeps no regions and is laid out from its lines alone,
 as before: this stage never fails a page.
 
-A text-layer page is analyzed only when two of its lines stand side by side
-(:func:`side_by_side`): cells of a table row, columns, labels in a figure.
-A page whose every line has the width of the page to itself is running
-text, with no table or caption to find, and its reading order is the order
-of its lines; it skips the render and the model (a born-digital novel or
-contract reads at text-layer speed). OCR pages are always analyzed: a scan
-shows no such sign before its lines are read, and the models cost a small
-share of OCR.
+A page is analyzed only when its lines show something the models could
+find (:func:`worth_analyzing`): two lines side by side (cells of a table
+row, columns, labels in a figure), or, on an OCR page, an empty band
+across the body taller than :data:`TALL_GAP` of the page (where a figure or
+a table without text may stand in a scan). A page whose every line has the
+width of the page to itself, one under the other, is running text, with no
+table or caption to find, and its reading order is the order of its lines;
+it skips the render and the model, whether its lines came from the text
+layer or from OCR (a born-digital contract reads at text-layer speed, a
+scanned one at OCR speed: the models cost ~0.65 core-seconds a page, a
+quarter of OCR). A text-layer page with a tall gap is not analyzed: white
+space alone is common in born-digital documents (ends of sections, spaced
+title pages), and rendering it would cost every such page a render and
+the model.
 """
 
 from __future__ import annotations
@@ -35,8 +41,7 @@ from longdoc.render import iter_page_images
 
 def find_regions(source: DocumentSource, pages: dict[int, Page], detector: RegionDetector) -> dict[int, Page]:
     """``pages`` with ``regions`` set on those that have lines to lay out."""
-    todo = sorted(n for n, p in pages.items() if p.status is PageStatus.OK and p.lines
-                  and (p.text_source is not TextSource.TEXT_LAYER or side_by_side(p.lines)))
+    todo = sorted(n for n, p in pages.items() if p.status is PageStatus.OK and p.lines and worth_analyzing(p))
     if not todo or not detector.available():
         return pages
     started: dict[int, float] = {}
@@ -52,6 +57,33 @@ def find_regions(source: DocumentSource, pages: dict[int, Page], detector: Regio
         timings = {**page.timings, "regions": time.perf_counter() - started[number]}
         out[number] = page.model_copy(update={"regions": regions, "timings": timings})
     return out
+
+
+#: an empty band between two lines taller than this share of the page's
+#: height may hold a figure or a table without text (body text leaves a
+#: line or two between paragraphs, ~2%; a heading ~4%)
+TALL_GAP = 0.08
+
+
+def worth_analyzing(page: Page) -> bool:
+    """Whether the region models could find anything on ``page``: two of
+    its lines side by side, or (OCR pages) an empty band taller than
+    :data:`TALL_GAP`."""
+    if side_by_side(page.lines):
+        return True
+    return page.text_source is not TextSource.TEXT_LAYER and tall_gap(page.lines, page.height)
+
+
+def tall_gap(lines: list[Line], page_height: float) -> bool:
+    """Whether an empty band taller than :data:`TALL_GAP` × ``page_height``
+    lies between two of ``lines`` (the margins above the first line and
+    below the last do not count)."""
+    bottom = None
+    for line in sorted(lines, key=lambda line: line.bbox.y0):
+        if bottom is not None and line.bbox.y0 - bottom > TALL_GAP * page_height:
+            return True
+        bottom = line.bbox.y1 if bottom is None else max(bottom, line.bbox.y1)
+    return False
 
 
 def side_by_side(lines: list[Line]) -> bool:
