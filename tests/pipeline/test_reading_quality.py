@@ -12,10 +12,12 @@ import pytest
 
 from longdoc.config import Settings
 from longdoc.eval import order_ok
-from longdoc.model import FURNITURE_KINDS, BlockKind, Document, DocumentStatus, TextSource
+from longdoc.model import FURNITURE_KINDS, BBox, BlockKind, Document, DocumentStatus, Line, Page, TextSource
 from longdoc.pipeline import ParseOptions, Pipeline
+from longdoc.pipeline.regions import worth_analyzing
 from tests.conftest import make_settings
 from tests.docgen.documents import english_report
+from tests.docgen.raster import rasterize
 from tests.docgen.layouts import (
     LayoutDoc,
     bordered_table,
@@ -141,3 +143,28 @@ def test_running_text_skips_the_region_models_a_table_page_does_not(tmp_path, oc
     assert not [p.number for p in pages if "regions" in p.timings]  # no render, no model: text-layer speed
     _, tables = _parse(ocr_pipeline, bordered_table(tmp_path), False, tmp_path)
     assert all("regions" in p.timings for p in load_doc(tables).pages)
+
+
+def test_a_scan_of_running_text_skips_the_region_models_a_scan_with_a_figure_does_not(tmp_path, ocr_pipeline):
+    prose = rasterize(english_report(tmp_path, pages=3), 200, tmp_path / "prose-scan.pdf")
+    result = ocr_pipeline.parse(prose.pdf_path, tmp_path / "prose", SCAN)
+    pages = load_doc(result).pages
+    assert all(p.text_source is TextSource.OCR for p in pages)
+    assert not [p.number for p in pages if "regions" in p.timings]  # OCR speed, nothing for the models to find
+    _, figure = _parse(ocr_pipeline, two_columns_figure(tmp_path), True, tmp_path)
+    assert all("regions" in p.timings for p in load_doc(figure).pages)
+
+
+def test_lines_side_by_side_or_a_tall_empty_band_on_a_scan_are_worth_the_models():
+    def line(y0: float, x0: float = 50.0, x1: float = 545.0) -> Line:
+        return Line(text="words", bbox=BBox(x0=x0, y0=y0, x1=x1, y1=y0 + 10), confidence=0.99, page=1)
+
+    def page(lines, source=TextSource.OCR) -> Page:
+        return Page(number=1, width=595, height=842, lines=lines, text_source=source)
+
+    prose = [line(60 + 14 * k) for k in range(50)]
+    assert not worth_analyzing(page(prose))
+    assert worth_analyzing(page(prose[:20] + [line(y) for y in range(440, 760, 14)]))  # 104 pt of nothing
+    assert not worth_analyzing(page(prose[:20] + [line(y) for y in range(440, 760, 14)], TextSource.TEXT_LAYER))
+    columns = [line(60 + 14 * k, 50, 290) for k in range(20)] + [line(60 + 14 * k, 305, 545) for k in range(20)]
+    assert worth_analyzing(page(columns)) and worth_analyzing(page(columns, TextSource.TEXT_LAYER))
