@@ -17,6 +17,8 @@ RUNS = [
     ["reading_quality.py", "--max-pages", "20"],
     ["spacing.py"],
     ["vs_ocrmypdf.py", "--rounds", "2"],
+    ["recognizers.py"],
+    ["worker_memory.py"],
     ["service_load.py", "--clients", "8", "--per-client", "4", "--scans", "4", "--jobs", "0"],
 ]
 
