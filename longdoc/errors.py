@@ -230,6 +230,24 @@ class EngineFailed(LongdocError):
     hint = "Retry the page; if it keeps failing, try another engine or `--ocr force` at another DPI."
 
 
+class KvBudgetExceeded(EngineFailed):
+    """A document's KV cache can never fit under the watermark (native engine)."""
+
+    code = "kv_budget_exceeded"
+    http_status = 503
+    retryable = False
+    hint = "Lower inference.page_chunk_size or inference.native.window, or raise inference.native.kv_budget_mb."
+
+
+class ModelFilesInvalid(EngineUnavailable):
+    """A model folder whose files are missing, unlisted or differ from its SHA-256 manifest."""
+
+    code = "model_files_invalid"
+    retryable = False
+    hint = ("Restore the model folder from its source; every weight file must be listed in its SHA256SUMS "
+            "manifest (`sha256sum *.safetensors > SHA256SUMS`) with a matching hash.")
+
+
 class PageRenderFailed(LongdocError):
     code = "page_render_failed"
     http_status = 422

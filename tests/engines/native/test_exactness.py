@@ -1,0 +1,188 @@
+"""R-SWA and SR-SWA against exact references, in float64 (tiny random model)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import DynamicCache
+
+from longdoc.engines.native.attention import attend, merge
+from longdoc.engines.native.decoder import Decoder
+from longdoc.engines.native.kv_cache import SequenceKV
+from longdoc.engines.native.rope import cos_sin, rotate, shift
+from longdoc.engines.native.srswa import SrswaSettings, select, srswa_step
+
+TOL = 1e-10
+WINDOW = 6  # the tiny model's sliding_window
+
+
+def text_parts(model):
+    return model.model.language_model, model.lm_head
+
+
+def reference_layout(hidden, pages=3, page_len=11, seed=0):
+    """(prefix, [page embeds], prompt) embeddings of a made-up reference."""
+    g = torch.Generator().manual_seed(seed)
+    prefix = torch.randn(1, hidden, generator=g, dtype=torch.float64)
+    page_embeds = [torch.randn(page_len + i, hidden, generator=g, dtype=torch.float64) for i in range(pages)]
+    prompt = torch.randn(4, hidden, generator=g, dtype=torch.float64)
+    return prefix, page_embeds, prompt
+
+
+def prefill_all(decoder, kv, prefix, pages, prompt):
+    pos = 0
+    decoder.prefill(kv, prefix, pos, kind="prefix")
+    pos += prefix.shape[0]
+    for n, e in enumerate(pages, start=1):
+        decoder.prefill(kv, e, pos, n)
+        pos += e.shape[0]
+    logits = decoder.prefill(kv, prompt, pos)
+    return logits, pos + prompt.shape[0]
+
+
+def greedy(decoder, kv, logits, pos, steps, focus=frozenset()):
+    out = [logits]
+    token = int(logits.argmax())
+    for i in range(steps):
+        logits = decoder.step([kv], [token], [pos + i], [focus])[0]
+        out.append(logits)
+        token = int(logits.argmax())
+    return out
+
+
+def transformers_rswa(text, head, embeds, tokens):
+    """transformers' own R-SWA decode (its reference-sliding-window cache layers and mask)."""
+    cache = DynamicCache(config=text.config)
+    n = embeds.shape[0]
+    for layer in cache.layers:
+        layer.set_prefill_length(n)
+    with torch.no_grad():
+        out = text(inputs_embeds=embeds[None], cache=cache, use_cache=True)
+        logits = [head(out.last_hidden_state[0, -1])]
+        for i, t in enumerate(tokens):
+            out = text(input_ids=torch.tensor([[t]]), cache=cache, use_cache=True,
+                       position_ids=torch.tensor([[n + i]]))
+            logits.append(head(out.last_hidden_state[0, -1]))
+    return logits
+
+
+def test_ring_buffer_rswa_equals_transformers_rswa_attention(tiny_model):
+    text, head = text_parts(tiny_model)
+    prefix, pages, prompt = reference_layout(text.config.hidden_size)
+    decoder = Decoder(text, head, mode="rswa")
+    kv = decoder.new_cache(reference=64, window=WINDOW)
+    logits, pos = prefill_all(decoder, kv, prefix, pages, prompt)
+    steps = 4 * WINDOW  # the ring wraps several times
+    mine = greedy(decoder, kv, logits, pos, steps)
+    tokens = [int(x.argmax()) for x in mine[:-1]]
+    theirs = transformers_rswa(text, head, torch.cat([prefix, *pages, prompt]), tokens)
+    assert max(float((a - b).abs().max()) for a, b in zip(mine, theirs)) < TOL
+    # and the window matters: a wider ring gives other logits once it has wrapped
+    wide = Decoder(text, head, mode="rswa")
+    kv2 = wide.new_cache(reference=64, window=WINDOW + 3)
+    logits2, _ = prefill_all(wide, kv2, prefix, pages, prompt)
+    other = [logits2] + [wide.step([kv2], [t], [pos + i])[0] for i, t in enumerate(tokens)]
+    assert float((other[-1] - theirs[-1]).abs().max()) > 1e-4
+
+
+def test_srswa_with_everything_selected_equals_rswa(tiny_model):
+    text, head = text_parts(tiny_model)
+    prefix, pages, prompt = reference_layout(text.config.hidden_size, pages=5)
+    everything = SrswaSettings(top_pages=99, top_blocks=999, block_size=4)
+    runs = []
+    for mode in ("rswa", "srswa"):
+        decoder = Decoder(text, head, mode=mode, srswa=everything)
+        kv = decoder.new_cache(reference=96, window=WINDOW)
+        logits, pos = prefill_all(decoder, kv, prefix, pages, prompt)
+        runs.append(greedy(decoder, kv, logits, pos, 3 * WINDOW, focus=frozenset({1, 2})))
+    assert max(float((a - b).abs().max()) for a, b in zip(*runs)) < TOL
+
+
+def _random_cache(pages=6, page_len=37, heads=4, dim=16, block=8, window=5, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    kv = SequenceKV(1, heads, dim, reference=pages * page_len + 8, window=window, block_size=block,
+                    dtype=torch.float64)
+    pinned = kv.reserve_span(3, 0, kind="prefix")
+    kv.write(0, pinned, torch.randn(heads, 3, dim, generator=g, dtype=torch.float64),
+             torch.randn(heads, 3, dim, generator=g, dtype=torch.float64))
+    for p in range(1, pages + 1):
+        span = kv.reserve_span(page_len, 3 + (p - 1) * page_len, p)
+        kv.write(0, span, torch.randn(heads, page_len, dim, generator=g, dtype=torch.float64) * (1 + p % 3),
+                 torch.randn(heads, page_len, dim, generator=g, dtype=torch.float64))
+        kv.summarize(span)
+    for t in range(window + 2):
+        kv.begin_step(1000 + t)
+        kv.write_generated(0, torch.randn(heads, dim, generator=g, dtype=torch.float64),
+                           torch.randn(heads, dim, generator=g, dtype=torch.float64))
+    return kv, g
+
+
+def test_partial_selection_equals_attention_restricted_to_it():
+    kv, g = _random_cache()
+    heads, dim = kv.heads, kv.head_dim
+    settings = SrswaSettings(top_pages=3, top_blocks=5, block_size=8)
+    q = torch.randn(heads, 1, dim, generator=g, dtype=torch.float64)
+    focus = frozenset({5, 6})
+    chosen = select(q, kv, 0, settings, focus)
+    assert chosen is not None
+    assert focus <= set(chosen.pages) and len(chosen.pages) == 3
+    got = srswa_step(q, kv, 0, 0.25, settings, focus)
+    # reference: one softmax over the whole buffer, masked to prefix ∪ selection ∪ window
+    size = kv.reference + kv.window
+    mask = torch.zeros(heads, size, dtype=torch.bool)
+    mask[:, 0:3] = True
+    for h in range(heads):
+        mask[h, chosen.index[h][chosen.valid[h]]] = True
+    mask[:, kv.reference:kv.reference + kv.window_len] = True
+    selected = int(mask[:, :kv.ref_len].sum(dim=1).max())
+    assert selected < kv.ref_len / 2, "the selection must actually narrow the reference"
+    want = attend(q, kv.buf[0, 0], kv.buf[0, 1], 0.25, mask=mask).out
+    assert float((got - want).abs().max()) < TOL
+
+
+def test_log_sum_exp_merge_is_exact():
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(3, 2, 8, generator=g, dtype=torch.float64) for _ in range(3))
+    k2, v2 = torch.randn(3, 9, 8, generator=g, dtype=torch.float64), torch.randn(3, 9, 8, generator=g, dtype=torch.float64)
+    whole = attend(q, torch.cat([k, k2], 1), torch.cat([v, v2], 1), 0.3).out
+    pieces = merge([attend(q, k, v, 0.3), attend(q, k2, v2, 0.3), attend(q, k2[:, :0], v2[:, :0], 0.3)])
+    assert float((whole - pieces).abs().max()) < TOL
+
+
+def test_rotary_rebasing_is_exact(tiny_model):
+    text, head = text_parts(tiny_model)
+    decoder = Decoder(text, head, mode="rswa")
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(4, 7, decoder.head_dim, generator=g, dtype=torch.float64)
+    positions = torch.arange(5000, 5007)
+    cos, sin = cos_sin(positions, decoder.inv_freq, torch.float64)
+    cos2, sin2 = cos_sin(positions - 4990, decoder.inv_freq, torch.float64)
+    assert float((shift(rotate(x, cos, sin), -4990, decoder.inv_freq) - rotate(x, cos2, sin2)).abs().max()) < TOL
+    # a decode step after re-basing every span and the window by -Δ equals the step without
+    prefix, pages, prompt = reference_layout(text.config.hidden_size)
+    outs = []
+    for delta in (0, -137):
+        kv = decoder.new_cache(reference=64, window=WINDOW)
+        logits, pos = prefill_all(decoder, kv, prefix, pages, prompt)
+        token = int(logits.argmax())
+        for i in range(WINDOW + 2):
+            token = int(decoder.step([kv], [token], [pos + i])[0].argmax())
+        for span in kv.spans:
+            kv.shift_positions(span, delta, decoder.inv_freq)
+        kv.shift_positions(None, delta, decoder.inv_freq)
+        outs.append(decoder.step([kv], [token], [pos + WINDOW + 2 + delta])[0])
+    assert float((outs[0] - outs[1]).abs().max()) < TOL
+
+
+@pytest.mark.parametrize("mode", ["rswa", "srswa"])
+def test_cache_stays_bounded_over_a_long_decode(tiny_model, mode):
+    text, head = text_parts(tiny_model)
+    decoder = Decoder(text, head, mode=mode, srswa=SrswaSettings(top_pages=2, top_blocks=3, block_size=4))
+    kv = decoder.new_cache(reference=64, window=WINDOW)
+    before = kv.nbytes
+    assert before == decoder.cache_bytes(64, WINDOW)
+    prefix, pages, prompt = reference_layout(text.config.hidden_size)
+    logits, pos = prefill_all(decoder, kv, prefix, pages, prompt)
+    greedy(decoder, kv, logits, pos, 30 * WINDOW)
+    assert kv.nbytes == before and kv.window_len == WINDOW and kv.generated == 30 * WINDOW
+    assert sorted(int(p) for p in kv.ring_positions) == list(range(pos + 30 * WINDOW - WINDOW, pos + 30 * WINDOW))
