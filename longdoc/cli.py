@@ -61,7 +61,7 @@ def parse(
     pages: Annotated[Optional[str], typer.Option("--pages", help="1-based pages, e.g. 1-20,35.")] = None,
     ocr: Annotated[Optional[str], typer.Option("--ocr", help="auto | force | off")] = None,
     dpi: Annotated[Optional[int], typer.Option("--dpi", help="Render DPI for OCR.")] = None,
-    engine: Annotated[Optional[str], typer.Option("--engine", help="OCR engine (rapidocr, tesseract, openai).")] = None,
+    engine: Annotated[Optional[str], typer.Option("--engine", help="OCR engine (rapidocr, tesseract, openai, native).")] = None,
     chunk_size: Annotated[Optional[int], typer.Option("--chunk-size", help="Pages per group (page_chunk_size).")] = None,
     overlap: Annotated[Optional[int], typer.Option("--overlap", help="Pages shared by consecutive groups.")] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", help="Parallel OCR workers (0 = one per core).")] = None,

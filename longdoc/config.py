@@ -97,6 +97,33 @@ class OpenAISettings(_Section):
     stream: bool = Field(default=True, description="stream answers (a repetition loop is stopped early)")
 
 
+class NativeSettings(_Section):
+    """The ``native`` engine: Unlimited-OCR in-process with longdoc's R-SWA / SR-SWA cache."""
+
+    model_path: str | None = Field(default=None, description="checkpoint folder (config.json, *.safetensors, "
+                                   "tokenizer, SHA256SUMS); None = inference.model_path")
+    device: Literal["auto", "cpu", "cuda"] = Field(default="auto", description="auto: cuda when present")
+    dtype: Literal["auto", "bfloat16", "float32", "float64"] = Field(
+        default="auto", description="auto: bfloat16 on cuda, float32 on cpu")
+    attention: Literal["srswa", "rswa"] = Field(default="srswa", description="srswa: page gating and block "
+                                                "selection; rswa: every resident page, every block")
+    window: int = Field(default=1024, ge=1, description="generated tokens each step attends to (n)")
+    top_pages: int = Field(default=4, ge=1, description="SR-SWA: pages a step looks at (besides the focus pages)")
+    top_blocks: int = Field(default=64, ge=1, description="SR-SWA: blocks of keys per head inside them")
+    block_size: int = Field(default=16, ge=1, description="SR-SWA: keys per block")
+    gating: Literal["mean", "bound"] = Field(default="mean", description="SR-SWA page gating: by a page's mean "
+                                             "key, or by the upper bound from its min/max keys")
+    rebase_positions: bool = Field(default=True, description="each page group starts from rotary position 0 "
+                                   "(carried pages and the window re-based exactly)")
+    max_tokens_per_page: int = Field(default=1600, ge=8, description="a page still open after this many tokens "
+                                     "is cut and goes to the fallback engine")
+    max_sequences: int = Field(default=16, ge=1, description="documents decoding together in one batch")
+    kv_budget_mb: int = Field(default=4096, ge=1, description="KV workspace capacity; sequences are admitted "
+                              "while their reserved peaks stay under kv_cache_watermark of it")
+    fallback_engine: str | None = Field(default="rapidocr", description="CPU engine for pages the model did "
+                                        "not finish; None = such pages fail")
+
+
 class InferenceSettings(_Section):
     engine: str = "rapidocr"
     model_path: str | None = None
@@ -131,6 +158,7 @@ class InferenceSettings(_Section):
     table_model_path: str | None = Field(default=None, description="SLANet-plus ONNX file for table cells; "
                                          "None = the one scripts/setup.sh installed")
     openai: OpenAISettings = OpenAISettings()
+    native: NativeSettings = NativeSettings()
 
     @model_validator(mode="after")
     def _overlap_below_chunk(self) -> InferenceSettings:

@@ -1,8 +1,7 @@
 """Engines by name: ``get_engine("rapidocr", settings)``.
 
 The registry maps a name to a factory that builds an (unloaded) engine from
-the inference settings. Later engines (``native``) join with
-:func:`register_engine`. Factories import their engine module lazily, so
+the inference settings; more engines join with :func:`register_engine`. Factories import their engine module lazily, so
 asking for one engine never imports another's dependencies. ``openai``
 drives a model server (:mod:`longdoc.engines.openai`).
 """
@@ -56,7 +55,19 @@ def _openai(settings: InferenceSettings) -> Engine:
     return OpenAIEngine(settings)
 
 
-_FACTORIES: dict[str, EngineFactory] = {"rapidocr": _rapidocr, "tesseract": _tesseract, "openai": _openai}
+def _native(settings: InferenceSettings) -> Engine:
+    try:
+        from longdoc.engines.native.engine import NativeEngine
+    except ImportError as exc:
+        from longdoc.errors import EngineUnavailable
+
+        raise EngineUnavailable("The native engine needs torch and transformers, which are not installed.",
+                                hint="Install the torch extra: pip install 'longdoc[torch]'.") from exc
+    return NativeEngine(settings)
+
+
+_FACTORIES: dict[str, EngineFactory] = {"rapidocr": _rapidocr, "tesseract": _tesseract, "openai": _openai,
+                                        "native": _native}
 
 
 def register_engine(name: str, factory: EngineFactory) -> None:

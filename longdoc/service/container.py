@@ -223,6 +223,18 @@ class Container:
                  lambda: {n: float(a.in_flight) for n, a in admissions().items()})
         m.mirror("longdoc_engine_groups_waiting", "Page groups waiting for room under the watermark", "engine",
                  lambda: {n: float(a.waiting) for n, a in admissions().items()})
+        def kv(field: str) -> dict[str, float]:
+            return {n: float(getattr(e.kv_figures(), field)) for n, e in self.pipeline.engines().items()
+                    if hasattr(e, "kv_figures")}
+
+        m.mirror("longdoc_kv_reserved_bytes", "KV bytes reserved by running sequences (native engine)", "engine",
+                 lambda: kv("reserved"))
+        m.mirror("longdoc_kv_limit_bytes", "kv_cache_watermark × the KV capacity (native engine)", "engine",
+                 lambda: kv("limit"))
+        m.mirror("longdoc_kv_sequences", "Sequences holding a KV reservation (native engine)", "engine",
+                 lambda: kv("sequences"))
+        m.mirror("longdoc_kv_sequences_waiting", "Sequences waiting for KV room (native engine)", "engine",
+                 lambda: kv("waiting"))
         m.mirror("longdoc_model_requests_in_flight", "Requests in flight to a model server, per engine", "engine",
                  lambda: {n: float(e.requests_in_flight) for n, e in self.pipeline.engines().items()
                           if hasattr(e, "requests_in_flight")})

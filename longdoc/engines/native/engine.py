@@ -1,0 +1,228 @@
+"""The ``native`` engine: Unlimited-OCR in-process, with longdoc's cache.
+
+Pieces (each its own module, in the order data meets them)::
+
+    weights      checkpoint folder checked against SHA256SUMS, or random weights
+    runtime      page image → 273 visual tokens; tokenizer specials
+    kv_manager   admission of a document's sequence by its known KV peak
+    sequence     one document's infinite decoding over its groups
+    kv_cache     the per-sequence buffer: pinned reference + window ring
+    srswa        page gating, block selection, exact merged attention
+    decoder      transformers' layers run over that cache, batched steps
+    scheduler    one thread stepping every running sequence together
+
+A session is one document: at its first group it reserves the sequence's
+peak in the :class:`~longdoc.engines.native.kv_manager.KVWorkspaceManager`
+(waiting while the watermark is reached) and holds it until close or
+cancel. Groups must come in order (``sequential_groups``): the cache is
+carried from one to the next. Pages the model did not finish (cut at
+``max_tokens_per_page``, or left unwritten when it ended the document) go
+to the fallback engine, or fail with ``engine_failed``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from longdoc.config import InferenceSettings
+from longdoc.engines.base import Engine, EngineCapabilities, EngineSession, GroupPlan, PageGroup, PageImage
+from longdoc.engines.native.kv_manager import KvFigures, KVWorkspaceManager
+from longdoc.engines.native.runtime import NativeModel
+from longdoc.engines.native.scheduler import Scheduler
+from longdoc.engines.native.sequence import DocumentSequence, PageText
+from longdoc.engines.native.srswa import SrswaSettings
+from longdoc.engines.openai.parsers import grounded_blocks
+from longdoc.errors import EngineFailed, EngineUnavailable, JobCancelled
+from longdoc.model import ErrorInfo, Page, PageStatus
+
+log = logging.getLogger(__name__)
+
+
+class NativeEngine:
+    name = "native"
+
+    def __init__(self, settings: InferenceSettings, model: NativeModel | None = None) -> None:
+        self.settings = settings
+        self.config = settings.native
+        self.capabilities = EngineCapabilities(
+            languages=("any",), output="blocks", needs_context=True,
+            groups_in_flight=self.config.max_sequences, sequential_groups=True, cost_unit="bytes")
+        self.workspace_budget = self.config.kv_budget_mb * 2**20
+        self.kv = KVWorkspaceManager(self.workspace_budget, settings.kv_cache_watermark)
+        self.srswa = SrswaSettings(self.config.top_pages, self.config.top_blocks, self.config.block_size,
+                                   self.config.gating)
+        self.model = model
+        self.scheduler: Scheduler | None = None
+        self._lock = threading.Lock()
+        self._fallback: Engine | None = None
+        self.fallback_lock = threading.Lock()
+
+    @property
+    def version(self) -> str:
+        base = self.model.version if self.model else "unloaded"
+        return f"{base}/{self.config.attention}-w{self.config.window}"
+
+    # -- Engine ----------------------------------------------------------------------
+
+    def load(self) -> None:
+        with self._lock:
+            if self.model is None:
+                self.model = self._load_model()
+            if self.scheduler is None:
+                self.scheduler = Scheduler(self.model, self.config.max_sequences)
+
+    def _load_model(self) -> NativeModel:
+        from longdoc.engines.native import weights
+
+        path = self.config.model_path or self.settings.model_path
+        if not path:
+            raise EngineUnavailable("The native engine needs a model folder: set inference.native.model_path.",
+                                    hint="Point it at an Unlimited-OCR checkpoint folder with a SHA256SUMS manifest.")
+        torch = weights._torch()
+        device = self.device(torch)
+        dtype = self.dtype(torch, device)
+        model, tokenizer, checkpoint = weights.load(path, dtype, device)
+        log.info("native engine loaded %s on %s (%s)", checkpoint.version, device, weights.describe(model))
+        return NativeModel.build(model, tokenizer, checkpoint.version, self.config.attention, self.srswa)
+
+    def device(self, torch: Any) -> str:
+        if self.config.device == "auto":
+            return "cuda" if torch.cuda.is_available() else "cpu"
+        if self.config.device == "cuda" and not torch.cuda.is_available():
+            raise EngineUnavailable("inference.native.device is cuda but no CUDA device is visible.")
+        return self.config.device
+
+    def dtype(self, torch: Any, device: str) -> Any:
+        if self.config.dtype == "auto":
+            return torch.bfloat16 if device == "cuda" else torch.float32
+        return getattr(torch, self.config.dtype)
+
+    def open_session(self) -> NativeSession:
+        self.load()
+        return NativeSession(self)
+
+    def group_cost(self, plan: GroupPlan) -> int:
+        """The group's page images while they are encoded (the KV is reserved
+        per document by the KV workspace manager)."""
+        return sum(int(w * h * (plan.dpi / 72) ** 2 * 3) for w, h in
+                   (plan.sizes.get(p, (612.0, 792.0)) for p in (*plan.context, *plan.owned)))
+
+    def health(self) -> bool:
+        return self.model is not None
+
+    def kv_figures(self) -> KvFigures:
+        """The KV workspace manager's figures (what /metrics shows)."""
+        return self.kv.figures()
+
+    def close(self) -> None:
+        with self._lock:
+            if self.scheduler is not None:
+                self.scheduler.close()
+                self.scheduler = None
+            if self._fallback is not None:
+                self._fallback.close()
+                self._fallback = None
+
+    def fallback(self) -> Engine | None:
+        name = self.config.fallback_engine
+        if name is None or name == self.name:
+            return None
+        with self._lock:
+            if self._fallback is None:
+                from longdoc.engines.registry import get_engine
+
+                self._fallback = get_engine(name, self.settings)
+            return self._fallback
+
+
+class NativeSession:
+    """One document: its sequence, its KV reservation, its fallback session."""
+
+    def __init__(self, engine: NativeEngine) -> None:
+        assert engine.model is not None
+        self.engine = engine
+        self.sequence = DocumentSequence(
+            engine.model, engine.config.window, engine.settings.page_chunk_size,
+            engine.config.max_tokens_per_page, engine.config.rebase_positions)
+        self._ticket: int | None = None
+        self._cancel = threading.Event()
+        self._fallback_session: EngineSession | None = None
+        self._closed = False
+
+    def recognize(self, group: PageGroup) -> Iterator[Page]:
+        if self._ticket is None:
+            self._ticket = self.engine.kv.admit(self.sequence.peak_bytes(), self._cancel)
+        model = self.engine.model
+        assert model is not None and self.engine.scheduler is not None
+        shown: dict[int, PageImage] = {}
+        resident = set(self.sequence.resident_pages)
+        carried = [p for p in group.context if p in resident]
+        new: list[tuple[int, Any]] = []
+        for image in group.images:
+            if self._cancel.is_set():
+                raise JobCancelled("The document was cancelled.")
+            shown[image.page] = image
+            if image.page not in carried:
+                new.append((image.page, model.encode_page(image.image)))
+        transcribe = [p for p in (*group.context, *group.owned) if p in shown and p not in carried]
+        with model.lock:
+            self.sequence.start_group(carried, new, transcribe)
+        self.engine.scheduler.run(self.sequence, self._cancel)
+        texts = {t.page: t for t in self.sequence.pages}
+        unfinished = [p for p in group.owned if p in texts and (texts[p].cut or texts[p].missing)]
+        rescued = self._fall_back(group, unfinished, texts) if unfinished else {}
+        for number in group.owned:
+            if number not in shown:
+                continue
+            yield rescued.get(number) or self._page(number, texts[number], shown[number])
+
+    def _page(self, number: int, text: PageText, image: PageImage) -> Page:
+        engine = self.engine
+        if text.cut or text.missing:
+            why = (f"its transcription was cut at {engine.config.max_tokens_per_page} tokens" if text.cut
+                   else "the model ended the document before this page")
+            error = ErrorInfo(code=EngineFailed.code, message=f"Page {number}: {why}, and no fallback engine "
+                              "is configured.", hint=EngineFailed.hint, page=number, retryable=True)
+            return Page(number=number, width=image.width_pt, height=image.height_pt, status=PageStatus.FAILED,
+                        error=error, engine=engine.name, engine_version=engine.version, recovery=[why])
+        blocks = grounded_blocks(self.sequence.text(text), number, image.width_pt, image.height_pt)
+        return Page(number=number, width=image.width_pt, height=image.height_pt, blocks=blocks,
+                    engine=engine.name, engine_version=engine.version, produced_by="group")
+
+    def _fall_back(self, group: PageGroup, pages: list[int], texts: dict[int, PageText]) -> dict[int, Page]:
+        fallback = self.engine.fallback()
+        if fallback is None or group.render is None:
+            return {}
+        if self._fallback_session is None:
+            self._fallback_session = fallback.open_session()
+        plan = GroupPlan(index=group.plan.index, owned=tuple(pages), sizes=group.plan.sizes, dpi=group.plan.dpi)
+        with self.engine.fallback_lock:
+            read = list(self._fallback_session.recognize(PageGroup(plan, group.render(pages))))
+        out = {}
+        for page in read:
+            t = texts[page.number]
+            why = (f"cut at {self.engine.config.max_tokens_per_page} tokens" if t.cut
+                   else "not written before the model ended the document")
+            out[page.number] = page.model_copy(update={"produced_by": f"fallback:{fallback.name}",
+                                                      "recovery": [why, f"fallback: {fallback.name}"]})
+        return out
+
+    def cancel(self) -> None:
+        self._cancel.set()
+        if self._fallback_session is not None:
+            self._fallback_session.cancel()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.sequence.close()
+        if self._ticket is not None:
+            self.engine.kv.release(self._ticket)
+            self._ticket = None
+        if self._fallback_session is not None:
+            self._fallback_session.close()
+            self._fallback_session = None

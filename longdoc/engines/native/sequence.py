@@ -1,0 +1,182 @@
+"""One document's decode over its page groups: infinite decoding.
+
+A :class:`DocumentSequence` holds the document's
+:class:`~longdoc.engines.native.kv_cache.SequenceKV` from its first group to
+its close. For each group::
+
+    start_group(carried, new pages)
+      keep_pages(carried)      the overlap pages' KV and the window stay,
+                               every other page of the old group is freed
+      re-base (switch)         prefix at 0, carried pages after it, the new
+                               pages, the prompt, then the window: each
+                               group starts from position 0, exactly
+      prefill new pages        each page encoded once, then the prompt
+    decode                     the scheduler steps it (batched with other
+                               documents); accept() reads each token:
+                               <PAGE> closes a page, EOS ends the document,
+                               a page still open after max_tokens_per_page
+                               is cut (and marked so)
+
+The group ends when the last page it must transcribe is closed; the token
+that closed it is kept (``pending``) and fed first in the next group, so
+the decode continues as if the document were one sequence. Context pages
+the sequence did not carry (the first group after a resume) are prefilled
+and transcribed, and their text dropped: each page has one owner.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from longdoc.engines.native.kv_cache import SequenceKV
+from longdoc.engines.native.runtime import NativeModel
+
+_SEP_TEXT = re.compile(r"<\s*page\s*>\s*$", re.IGNORECASE)
+
+
+@dataclass
+class PageText:
+    page: int
+    ids: list[int] = field(default_factory=list)
+    closed: bool = False
+    cut: bool = False
+    #: the document ended (EOS) before this page was written
+    missing: bool = False
+
+
+class DocumentSequence:
+    def __init__(self, model: NativeModel, window: int, max_group_pages: int, max_tokens_per_page: int,
+                 rebase: bool = True) -> None:
+        self.model = model
+        self.decoder = model.decoder
+        self.window = window
+        self.max_tokens_per_page = max_tokens_per_page
+        self.rebase = rebase
+        self.prefix = [model.bos_id]
+        self.prompt = model.prompt_ids()
+        self.reference = len(self.prefix) + max_group_pages * model.visual_tokens_per_page + len(self.prompt)
+        self.max_group_pages = max_group_pages
+        self.kv: SequenceKV | None = None
+        self.pending: int | None = None
+        self.position = 0
+        self.ended = False
+        self.pages: list[PageText] = []
+        self._current = 0
+        #: pages encoded, for the "each page encoded once" check
+        self.encoded: list[int] = []
+
+    # -- sizes -----------------------------------------------------------------------
+
+    def peak_bytes(self) -> int:
+        """The most this sequence's cache will hold (its admission reservation)."""
+        return self.decoder.cache_bytes(self.reference, self.window, self.max_group_pages)
+
+    @property
+    def resident_pages(self) -> list[int]:
+        return self.kv.pages if self.kv is not None else []
+
+    # -- a group -----------------------------------------------------------------------
+
+    def start_group(self, carried: list[int], new_pages: list[tuple[int, Any]], transcribe: list[int]) -> None:
+        """Set the cache up for a group: keep ``carried``, prefill ``new_pages``
+        (page number, visual tokens), then decode ``transcribe`` in order."""
+        d = self.decoder
+        if self.kv is None:
+            self.kv = d.new_cache(self.reference, self.window, self.max_group_pages)
+            d.prefill(self.kv, self.model.embed_ids(self.prefix), 0, kind="prefix")
+            position = len(self.prefix)
+        else:
+            self.kv.keep_pages(carried)
+            position = self._rebase_pages() if self.rebase else self.position
+        for page, embeds in new_pages:
+            d.prefill(self.kv, embeds, position, page)
+            self.encoded.append(page)
+            position += int(embeds.shape[0])
+        logits = d.prefill(self.kv, self.model.embed_ids(self.prompt), position)
+        position += len(self.prompt)
+        if self.kv.generated:
+            if self.rebase:
+                first = self.kv.window_first_position()
+                self.kv.shift_positions(None, position - (first if first is not None else position), d.inv_freq)
+                position += self.kv.window_len
+            else:
+                position = max(position, self.position)
+        self.position = position
+        if self.pending is None:
+            self.pending = int(logits.argmax())
+        self.pages = [PageText(p) for p in transcribe]
+        self._current = 0
+        if self.ended:  # the model ended the document early: ask for the next page
+            self.ended = False
+            self.pending = self.model.page_id if self.model.page_id is not None else self.pending
+
+    def _rebase_pages(self) -> int:
+        assert self.kv is not None
+        cursor = len(self.prefix)
+        for span in self.kv.page_spans:
+            self.kv.shift_positions(span, cursor - span.position, self.decoder.inv_freq)
+            cursor += span.length
+        return cursor
+
+    # -- decoding ----------------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        return self._current >= len(self.pages)
+
+    def focus(self) -> frozenset[int]:
+        """The page being transcribed and the next (always attended by SR-SWA)."""
+        return frozenset(p.page for p in self.pages[self._current:self._current + 2])
+
+    def next_input(self) -> tuple[int, int]:
+        """(token, position) of this sequence's next step."""
+        assert self.pending is not None
+        return self.pending, self.position
+
+    def accept(self, token: int) -> None:
+        """The step fed ``pending`` at ``position``; ``token`` is what the model chose next."""
+        self.position += 1
+        page = self.pages[self._current]
+        if token == self.model.eos_id:
+            self.ended = True
+            self._close(page)
+            for rest in self.pages[self._current:]:
+                rest.missing, rest.closed = True, True
+            self._current = len(self.pages)
+            self.pending = token
+            return
+        if self._is_separator(token, page):
+            if page.ids:
+                self._close(page)
+            self.pending = token
+            return
+        page.ids.append(token)
+        self.pending = token
+        if len(page.ids) >= self.max_tokens_per_page:
+            page.cut = True
+            self._close(page)
+            if self.model.page_id is not None:
+                self.pending = self.model.page_id
+
+    def _is_separator(self, token: int, page: PageText) -> bool:
+        if self.model.page_id is not None:
+            return token == self.model.page_id
+        tail = self.model.decode(page.ids[-6:] + [token])
+        if _SEP_TEXT.search(tail):
+            del page.ids[-5:]  # the separator's other pieces are not the page's text
+            return True
+        return False
+
+    def _close(self, page: PageText) -> None:
+        page.closed = True
+        self._current += 1
+
+    def text(self, page: PageText) -> str:
+        return self.model.decode(page.ids)
+
+    def close(self) -> None:
+        if self.kv is not None:
+            self.kv.drop()
+            self.kv = None
