@@ -13,9 +13,9 @@ sample:
 
 test:
 	@scripts/system-deps.sh
-	@scripts/setup.sh test
+	@scripts/setup.sh test,torch
 	.venv/bin/python -m pytest -q $(PYTEST_ARGS)
 
 bench:
-	@scripts/setup.sh test
+	@scripts/setup.sh test,torch
 	.venv/bin/python bench/run_all.py

@@ -19,6 +19,7 @@ RUNS = [
     ["vs_ocrmypdf.py", "--rounds", "2"],
     ["recognizers.py"],
     ["worker_memory.py"],
+    ["kv_scaling.py", "--json", "kv_scaling.json", "--png", "kv_scaling.png"],
     ["service_load.py", "--clients", "8", "--per-client", "4", "--scans", "4", "--jobs", "0"],
 ]
 
