@@ -4,7 +4,7 @@ Sessions (one per document, each on the pipeline's thread) prefill their
 group, then :meth:`Scheduler.run` hands the sequence over and waits. The
 scheduler's loop gathers every sequence waiting for a step, runs one
 batched :meth:`~longdoc.engines.native.decoder.Decoder.step` for all of them
-(greedy choice), lets each sequence read its token, and wakes a session
+(greedy, with the model's no-repeat-n-gram guard: :mod:`.ngram`), lets each sequence read its token, and wakes a session
 whose group is done. A cancelled sequence leaves at the next step.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from longdoc.engines.native.ngram import choose
 from longdoc.engines.native.runtime import NativeModel
 from longdoc.engines.native.sequence import DocumentSequence
 from longdoc.errors import JobCancelled
@@ -101,8 +102,12 @@ class Scheduler:
         self.steps += 1
         self.tokens += len(seqs)
         self.largest_batch = max(self.largest_batch, len(seqs))
-        for entry, token in zip(live, logits.argmax(dim=-1).tolist()):
-            entry.sequence.accept(int(token))
+        for entry, row in zip(live, logits):
+            try:
+                entry.sequence.accept(choose(row, entry.sequence.history))
+            except Exception as exc:  # noqa: BLE001 - never leave a session waiting on a dead loop
+                self._finish(entry, exc)
+                continue
             if entry.sequence.done:
                 self._finish(entry, None)
 

@@ -27,10 +27,12 @@ and transcribed, and their text dropped: each page has one owner.
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from longdoc.engines.native.kv_cache import SequenceKV
+from longdoc.engines.native.ngram import WINDOW
 from longdoc.engines.native.runtime import NativeModel
 
 _SEP_TEXT = re.compile(r"<\s*page\s*>\s*$", re.IGNORECASE)
@@ -66,6 +68,8 @@ class DocumentSequence:
         self._current = 0
         #: pages encoded, for the "each page encoded once" check
         self.encoded: list[int] = []
+        #: the last generated tokens (the no-repeat-n-gram guard's window)
+        self.history: deque[int] = deque(maxlen=WINDOW)
 
     # -- sizes -----------------------------------------------------------------------
 
@@ -138,6 +142,7 @@ class DocumentSequence:
     def accept(self, token: int) -> None:
         """The step fed ``pending`` at ``position``; ``token`` is what the model chose next."""
         self.position += 1
+        self.history.append(token)
         page = self.pages[self._current]
         if token == self.model.eos_id:
             self.ended = True

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from longdoc.engines.native import weights
 from longdoc.engines.native.kv_manager import KVWorkspaceManager
+from longdoc.engines.native.ngram import choose
 from longdoc.engines.native.runtime import NativeModel
 from longdoc.engines.native.scheduler import Scheduler
 from longdoc.engines.native.sequence import DocumentSequence
@@ -40,7 +41,7 @@ def decode(seq, nm, steps=None):
         token, pos = seq.next_input()
         logits = nm.decoder.step([seq.kv], [token], [pos], [seq.focus()])[0]
         tokens.append(token)
-        seq.accept(int(logits.argmax()))
+        seq.accept(choose(logits, seq.history))
         n += 1
     return tokens
 
@@ -153,3 +154,15 @@ def test_a_waiting_sequence_is_admitted_when_another_finishes():
     manager.release(first)
     waiter.join(timeout=5)
     assert got and manager.reserved == 50
+
+
+def test_the_no_repeat_ngram_guard_pushes_a_loop_off_its_track():
+    from longdoc.engines.native.ngram import banned, choose
+
+    loop = [7, 8, 9] * 5                      # 7 8 9 7 8 9 …: the next 7 would repeat "8 9 7"
+    assert banned(loop, n=3) == {7}
+    logits = torch.zeros(12)
+    logits[7], logits[4] = 5.0, 1.0
+    assert choose(logits, loop, n=3) == 4, "the loop's token is banned, the next best is taken"
+    assert choose(logits, loop, n=3, window=2) == 7, "outside the window nothing is banned"
+    assert banned([1, 2, 3, 4], n=3) == set()
