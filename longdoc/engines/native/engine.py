@@ -28,7 +28,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from longdoc.config import InferenceSettings
-from longdoc.engines.base import Engine, EngineCapabilities, EngineSession, GroupPlan, PageGroup, PageImage
+from longdoc.engines.base import EngineCapabilities, GroupPlan, PageGroup, PageImage
+from longdoc.engines.fallback import Fallback
 from longdoc.engines.native.kv_manager import KvFigures, KVWorkspaceManager
 from longdoc.engines.native.runtime import NativeModel
 from longdoc.engines.native.scheduler import Scheduler
@@ -57,8 +58,8 @@ class NativeEngine:
         self.model = model
         self.scheduler: Scheduler | None = None
         self._lock = threading.Lock()
-        self._fallback: Engine | None = None
-        self.fallback_lock = threading.Lock()
+        #: the CPU engine for pages the model did not finish, shared by every session
+        self.fallback = Fallback(settings, self.config.fallback_engine, owner=self.name)
 
     @property
     def version(self) -> str:
@@ -122,20 +123,7 @@ class NativeEngine:
             if self.scheduler is not None:
                 self.scheduler.close()
                 self.scheduler = None
-            if self._fallback is not None:
-                self._fallback.close()
-                self._fallback = None
-
-    def fallback(self) -> Engine | None:
-        name = self.config.fallback_engine
-        if name is None or name == self.name:
-            return None
-        with self._lock:
-            if self._fallback is None:
-                from longdoc.engines.registry import get_engine
-
-                self._fallback = get_engine(name, self.settings)
-            return self._fallback
+        self.fallback.close()
 
 
 class NativeSession:
@@ -149,7 +137,7 @@ class NativeSession:
             engine.config.max_tokens_per_page, engine.config.rebase_positions)
         self._ticket: int | None = None
         self._cancel = threading.Event()
-        self._fallback_session: EngineSession | None = None
+        self._fallback = engine.fallback.session()
         self._closed = False
 
     def recognize(self, group: PageGroup) -> Iterator[Page]:
@@ -173,47 +161,47 @@ class NativeSession:
         self.engine.scheduler.run(self.sequence, self._cancel)
         texts = {t.page: t for t in self.sequence.pages}
         unfinished = [p for p in group.owned if p in texts and (texts[p].cut or texts[p].missing)]
-        rescued = self._fall_back(group, unfinished, texts) if unfinished else {}
+        rescued = self._fall_back(group, unfinished, texts, shown) if unfinished else {}
         for number in group.owned:
             if number not in shown:
                 continue
             yield rescued.get(number) or self._page(number, texts[number], shown[number])
 
     def _page(self, number: int, text: PageText, image: PageImage) -> Page:
-        engine = self.engine
-        if text.cut or text.missing:
-            why = (f"its transcription was cut at {engine.config.max_tokens_per_page} tokens" if text.cut
-                   else "the model ended the document before this page")
-            error = ErrorInfo(code=EngineFailed.code, message=f"Page {number}: {why}, and no fallback engine "
-                              "is configured.", hint=EngineFailed.hint, page=number, retryable=True)
-            return Page(number=number, width=image.width_pt, height=image.height_pt, status=PageStatus.FAILED,
-                        error=error, engine=engine.name, engine_version=engine.version, recovery=[why])
         blocks = grounded_blocks(self.sequence.text(text), number, image.width_pt, image.height_pt)
         return Page(number=number, width=image.width_pt, height=image.height_pt, blocks=blocks,
-                    engine=engine.name, engine_version=engine.version, produced_by="group")
+                    engine=self.engine.name, engine_version=self.engine.version, produced_by="group")
 
-    def _fall_back(self, group: PageGroup, pages: list[int], texts: dict[int, PageText]) -> dict[int, Page]:
-        fallback = self.engine.fallback()
-        if fallback is None or group.render is None:
-            return {}
-        if self._fallback_session is None:
-            self._fallback_session = fallback.open_session()
-        plan = GroupPlan(index=group.plan.index, owned=tuple(pages), sizes=group.plan.sizes, dpi=group.plan.dpi)
-        with self.engine.fallback_lock:
-            read = list(self._fallback_session.recognize(PageGroup(plan, group.render(pages))))
+    def _fall_back(self, group: PageGroup, pages: list[int], texts: dict[int, PageText],
+                   shown: dict[int, PageImage]) -> dict[int, Page]:
+        """The unfinished pages read by the fallback engine; those it cannot give fail."""
+        read = self._fallback.read(group, pages)
+        name = self.engine.fallback.name
         out = {}
-        for page in read:
-            t = texts[page.number]
-            why = (f"cut at {self.engine.config.max_tokens_per_page} tokens" if t.cut
-                   else "not written before the model ended the document")
-            out[page.number] = page.model_copy(update={"produced_by": f"fallback:{fallback.name}",
-                                                      "recovery": [why, f"fallback: {fallback.name}"]})
+        for page in read or []:
+            why = self._unfinished(texts[page.number])
+            out[page.number] = page.model_copy(update={"produced_by": f"fallback:{name}",
+                                                      "recovery": [why, f"fallback: {name}"]})
+        missing = "no fallback engine is configured" if read is None else f"the fallback engine {name} returned nothing"
+        for number in pages:
+            if number not in out:
+                out[number] = self._failed(number, texts[number], shown[number], missing)
         return out
+
+    def _unfinished(self, text: PageText) -> str:
+        return (f"cut at {self.engine.config.max_tokens_per_page} tokens" if text.cut
+                else "not written before the model ended the document")
+
+    def _failed(self, number: int, text: PageText, image: PageImage, missing: str) -> Page:
+        why = self._unfinished(text)
+        error = ErrorInfo(code=EngineFailed.code, message=f"Page {number}: the model's transcription was {why}, "
+                          f"and {missing}.", hint=EngineFailed.hint, page=number, retryable=True)
+        return Page(number=number, width=image.width_pt, height=image.height_pt, status=PageStatus.FAILED,
+                    error=error, engine=self.engine.name, engine_version=self.engine.version, recovery=[why])
 
     def cancel(self) -> None:
         self._cancel.set()
-        if self._fallback_session is not None:
-            self._fallback_session.cancel()
+        self._fallback.cancel()
 
     def close(self) -> None:
         if self._closed:
@@ -223,6 +211,4 @@ class NativeSession:
         if self._ticket is not None:
             self.engine.kv.release(self._ticket)
             self._ticket = None
-        if self._fallback_session is not None:
-            self._fallback_session.close()
-            self._fallback_session = None
+        self._fallback.close()

@@ -46,13 +46,12 @@ from PIL import Image
 
 from longdoc.config import InferenceSettings
 from longdoc.engines.base import (
-    Engine,
     EngineCapabilities,
-    EngineSession,
     GroupPlan,
     PageGroup,
     PageImage,
 )
+from longdoc.engines.fallback import Fallback
 from longdoc.engines.openai.checks import Incomplete, check_answer, check_pages
 from longdoc.engines.openai.client import Answer, ModelClient, RequestFailed, ServerFacts
 from longdoc.engines.openai.parsers import split_pages
@@ -85,10 +84,9 @@ class OpenAIEngine:
         self._in_flight = 0
         self._count_lock = threading.Lock()
         self.facts: ServerFacts | None = None
-        self._fallback: Engine | None = None
         self._load_lock = threading.Lock()
-        #: the fallback engine is shared by every session and reads one group at a time
-        self.fallback_lock = threading.Lock()
+        #: the CPU engine for pages the model could not produce, shared by every session
+        self.fallback = Fallback(settings, self.config.fallback_engine, owner=self.name)
 
     @property
     def version(self) -> str:
@@ -143,9 +141,7 @@ class OpenAIEngine:
             client.close()
 
     def close(self) -> None:
-        if self._fallback is not None:
-            self._fallback.close()
-            self._fallback = None
+        self.fallback.close()
 
     # -- parts for the session ------------------------------------------------------
 
@@ -153,18 +149,6 @@ class OpenAIEngine:
         key = self.config.api_key.get_secret_value() if self.config.api_key else None
         return ModelClient(self.config.base_url, key, self.config.timeout_seconds, self.config.retries,
                            _CountingSemaphore(self), self.transport)
-
-    def fallback(self) -> Engine | None:
-        """The CPU engine for pages the model could not produce (built once)."""
-        name = self.config.fallback_engine
-        if name is None or name == self.name:
-            return None
-        with self._load_lock:
-            if self._fallback is None:
-                from longdoc.engines.registry import get_engine
-
-                self._fallback = get_engine(name, self.settings)
-            return self._fallback
 
     def max_tokens(self, pages: int) -> int:
         per_page = self.config.max_tokens_per_page or self.profile.max_tokens_per_page
@@ -238,8 +222,7 @@ class OpenAISession:
         self.engine = engine
         self.client = engine.client()
         self._cancelled = threading.Event()
-        self._fallback_session: EngineSession | None = None
-        self._lock = threading.Lock()
+        self._fallback = engine.fallback.session()
 
     # -- EngineSession --------------------------------------------------------------
 
@@ -261,16 +244,11 @@ class OpenAISession:
     def cancel(self) -> None:
         self._cancelled.set()
         self.client.close()
-        with self._lock:
-            if self._fallback_session is not None:
-                self._fallback_session.cancel()
+        self._fallback.cancel()
 
     def close(self) -> None:
         self.client.close()
-        with self._lock:
-            if self._fallback_session is not None:
-                self._fallback_session.close()
-                self._fallback_session = None
+        self._fallback.close()
 
     # -- the ladder -------------------------------------------------------------------
 
@@ -333,29 +311,17 @@ class OpenAISession:
 
     def _fall_back(self, owned: list[int], work: _Work, recovery: list[str]) -> dict[int, Page]:
         shown = work.shown
-        fallback = self.engine.fallback()
-        if fallback is None or work.group.render is None:
+        pages = self._fallback.read(work.group, owned)
+        if pages is None:
             return {n: _failed(n, shown[n], recovery, "no fallback engine is configured") for n in owned}
-        session = self._fallback()
-        plan = GroupPlan(index=work.group.plan.index, owned=tuple(owned), sizes=work.group.plan.sizes,
-                         dpi=work.group.plan.dpi)
+        name = self.engine.fallback.name
         out = {}
-        with self.engine.fallback_lock:  # a page engine reads one group at a time
-            pages = list(session.recognize(PageGroup(plan, work.group.render(owned))))
         for page in pages:
             out[page.number] = page.model_copy(update={
-                "produced_by": f"fallback:{fallback.name}", "recovery": [*recovery, f"fallback: {fallback.name}"]})
+                "produced_by": f"fallback:{name}", "recovery": [*recovery, f"fallback: {name}"]})
         for n in owned:
-            out.setdefault(n, _failed(n, shown[n], recovery, f"the fallback engine {fallback.name} returned nothing"))
+            out.setdefault(n, _failed(n, shown[n], recovery, f"the fallback engine {name} returned nothing"))
         return out
-
-    def _fallback(self) -> EngineSession:
-        with self._lock:
-            if self._fallback_session is None:
-                engine = self.engine.fallback()
-                assert engine is not None
-                self._fallback_session = engine.open_session()
-            return self._fallback_session
 
     # -- images ---------------------------------------------------------------------
 
