@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
@@ -42,13 +41,13 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from longdoc.engines.native import weights  # noqa: E402
-from longdoc.engines.native.decoder import Decoder  # noqa: E402
-from longdoc.engines.native.kv_cache import SequenceKV  # noqa: E402
-from longdoc.engines.native.rope import cos_sin, rotate  # noqa: E402
-from longdoc.engines.native.srswa import SrswaSettings, rswa_step, srswa_step  # noqa: E402
+from _common import ROOT  # noqa: F401  (ROOT puts the repo on sys.path)
+from longdoc.engines.backends import cpu_model
+from longdoc.engines.native import weights
+from longdoc.engines.native.decoder import Decoder
+from longdoc.engines.native.kv_cache import SequenceKV
+from longdoc.engines.native.rope import cos_sin, rotate
+from longdoc.engines.native.srswa import SrswaSettings, rswa_step, srswa_step
 
 VISUAL = 273          # tokens per page (1024 × 1024, base mode)
 PREFIX, PROMPT = 1, 8
@@ -98,16 +97,6 @@ def filled_cache(decoder: Decoder, mode: str, pages: int, a: argparse.Namespace,
     return kv, pos + window
 
 
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "cpu"
-
-
 def timed(fn, steps: int, sync) -> float:
     fn()
     sync()
@@ -140,7 +129,7 @@ def main() -> int:
     text, head = build(layers, a.device, dtype)
     settings = SrswaSettings(top_pages=4, top_blocks=64, block_size=16)
     sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
-    device_name = torch.cuda.get_device_name() if a.device == "cuda" else _cpu_name()
+    device_name = torch.cuda.get_device_name() if a.device == "cuda" else (cpu_model() or "cpu")
     print(f"device {a.device} ({device_name}), {str(dtype)[6:]}, {layers} of {ALL_LAYERS} decoder layers run; "
           f"{a.tokens_per_page} generated tokens per page, window {a.window}, groups of {a.chunk} pages")
 

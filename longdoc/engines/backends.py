@@ -127,7 +127,7 @@ def default_params(backend: Backend, threads: int) -> dict[str, Any]:
 
 def machine_key(threads: int, models: Sequence[str | None] = ()) -> str:
     """What the speed of a backend depends on, hashed."""
-    facts = {"cpu": _cpu_model(), "cores": os.cpu_count(), "machine": platform.machine(), "threads": threads,
+    facts = {"cpu": cpu_model(), "cores": os.cpu_count(), "machine": platform.machine(), "threads": threads,
              "models": [sha256_of(Path(m)) if m else None for m in models],
              **{name: _version(name) for name in ("rapidocr", "onnxruntime", "openvino")}}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
@@ -178,7 +178,8 @@ def _model_dir() -> Path:
     return Path(rapidocr.__file__).parent / "models"
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The processor's model name (the key the timed choice is remembered under)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):

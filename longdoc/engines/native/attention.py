@@ -34,8 +34,10 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
     """Softmax attention of ``q`` over ``k``/``v`` (one piece). Rows with no
     key to attend to get ``lse = -inf`` and a zero output, so merging them
     changes nothing."""
-    scores = torch.matmul(q, k.transpose(-1, -2)).float() * scale if q.dtype in (torch.bfloat16, torch.float16) \
-        else torch.matmul(q, k.transpose(-1, -2)) * scale
+    scores = torch.matmul(q, k.transpose(-1, -2))
+    if scores.dtype in (torch.bfloat16, torch.float16):
+        scores = scores.float()  # softmax statistics in float32
+    scores = scores * scale
     if mask is not None:
         if mask.dim() == 2:
             mask = mask[:, None, :]

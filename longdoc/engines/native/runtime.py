@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -39,27 +40,27 @@ class NativeModel:
         decoder = Decoder(model.model.language_model, model.lm_head, mode=attention, srswa=srswa)  # type: ignore[arg-type]
         return cls(model, tokenizer, decoder, version, threading.Lock())
 
-    # -- token ids ------------------------------------------------------------------
+    # -- token ids (looked up once: accept() reads them for every token) -------------
 
     def token_id(self, token: str) -> int | None:
         ident = self.tokenizer.convert_tokens_to_ids(token)
         return None if ident is None or ident == self.tokenizer.unk_token_id else int(ident)
 
-    @property
+    @cached_property
     def bos_id(self) -> int:
         ident = self.token_id(BOS)
         return int(self.tokenizer.bos_token_id if ident is None else ident)
 
-    @property
+    @cached_property
     def eos_id(self) -> int:
         ident = self.token_id(EOS)
         return int(self.tokenizer.eos_token_id if ident is None else ident)
 
-    @property
+    @cached_property
     def page_id(self) -> int | None:
         return self.token_id(PAGE)
 
-    @property
+    @cached_property
     def visual_tokens_per_page(self) -> int:
         sam = self.model.config.vision_config.sam_config
         side = IMAGE_SIDE // sam.patch_size // 4

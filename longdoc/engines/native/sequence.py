@@ -36,6 +36,8 @@ from longdoc.engines.native.ngram import WINDOW
 from longdoc.engines.native.runtime import NativeModel
 
 _SEP_TEXT = re.compile(r"<\s*page\s*>\s*$", re.IGNORECASE)
+#: the most tokens a tokenizer without a <PAGE> token spells it with
+_SEP_PIECES = 8
 
 
 @dataclass
@@ -168,11 +170,13 @@ class DocumentSequence:
     def _is_separator(self, token: int, page: PageText) -> bool:
         if self.model.page_id is not None:
             return token == self.model.page_id
-        tail = self.model.decode(page.ids[-6:] + [token])
-        if _SEP_TEXT.search(tail):
-            del page.ids[-5:]  # the separator's other pieces are not the page's text
-            return True
-        return False
+        ids = [*page.ids[-(_SEP_PIECES - 1):], token]
+        if not _SEP_TEXT.search(self.model.decode(ids)):
+            return False
+        # the fewest last tokens that spell the separator: its earlier pieces are not the page's text
+        pieces = next(k for k in range(1, len(ids) + 1) if _SEP_TEXT.search(self.model.decode(ids[-k:])))
+        del page.ids[len(page.ids) - (pieces - 1):]
+        return True
 
     def _close(self, page: PageText) -> None:
         page.closed = True

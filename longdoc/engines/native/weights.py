@@ -93,14 +93,12 @@ def random_model(preset: str = "tiny", seed: int = 0, dtype: Any = None, layers:
 def use_eager_experts(model: Any) -> None:
     """transformers' grouped-GEMM experts need float32 or lower; the eager
     loop runs any dtype (float64 in the exactness tests) and on any device."""
-    for config in (model.config, getattr(model.config, "text_config", None)):
-        if config is not None and model.dtype not in _grouped_dtypes():
-            config._experts_implementation = "eager"
-
-
-def _grouped_dtypes() -> tuple[Any, ...]:
     torch = _torch()
-    return (torch.float32, torch.bfloat16, torch.float16)
+    if model.dtype in (torch.float32, torch.bfloat16, torch.float16):
+        return
+    for config in (model.config, getattr(model.config, "text_config", None)):
+        if config is not None:
+            config._experts_implementation = "eager"
 
 
 # -- checkpoint folders ----------------------------------------------------------------

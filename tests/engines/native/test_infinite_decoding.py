@@ -166,3 +166,15 @@ def test_the_no_repeat_ngram_guard_pushes_a_loop_off_its_track():
     assert choose(logits, loop, n=3) == 4, "the loop's token is banned, the next best is taken"
     assert choose(logits, loop, n=3, window=2) == 7, "outside the window nothing is banned"
     assert banned([1, 2, 3, 4], n=3) == set()
+
+
+def test_a_page_separator_spelt_in_several_tokens_closes_the_page_and_leaves_its_text(tiny_model):
+    nm = native(tiny_model)
+    nm.__dict__["page_id"] = None  # a tokenizer with no <PAGE> token of its own
+    seq = DocumentSequence(nm, WINDOW, max_group_pages=2, max_tokens_per_page=100)
+    seq.start_group([], list(page_embeds(tiny_model.config.text_config.hidden_size, [1, 2]).items()), [1, 2])
+    for token in nm.tokenizer.encode("a<b <PAGE>cd< PAGE >", add_special_tokens=False):
+        assert not seq.done
+        seq.accept(token)
+    assert seq.done
+    assert [seq.text(p) for p in seq.pages] == ["a<b ", "cd"]
