@@ -173,3 +173,56 @@ class WebhookDelivery(Base):
     error: Mapped[str | None] = mapped_column(Text)
     duration_ms: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class JobTask(Base):
+    """One unit of a job's work on the Celery fleet (``ingest``, ``group:000003``,
+    ``assemble``): the database's record of it, so a lost message or a dead
+    worker is found and the task sent again.
+
+    ``state``: queued → running → done (or failed). ``lease`` is the token of
+    the run that holds it; a run whose lease was taken back (its heartbeat
+    went stale and the reconciler queued the task again) stops."""
+
+    __tablename__ = "job_tasks"
+    __table_args__ = (Index("ix_job_tasks_state_queue", "state", "queue", "enqueued_at"),)
+
+    job_id: Mapped[str] = mapped_column(String(32), ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    queue: Mapped[str] = mapped_column(String(16))
+    state: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    worker_id: Mapped[str | None] = mapped_column(String(128))
+    lease: Mapped[str | None] = mapped_column(String(32))
+    error: Mapped[dict[str, Any] | None]
+    enqueued_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None]
+    heartbeat_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+
+
+class WebhookOutbox(Base):
+    """A webhook to deliver (the durable outbox): written in the same
+    place as the job's final state, delivered by whichever process runs the
+    outbox, retried on ``next_attempt_at`` until delivered or out of attempts.
+    The signing secret is read from the job's API key at delivery time."""
+
+    __tablename__ = "webhook_outbox"
+    __table_args__ = (Index("ix_webhook_outbox_due", "state", "next_attempt_at"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    job_id: Mapped[str] = mapped_column(String(32), ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    event: Mapped[str] = mapped_column(String(64))
+    url: Mapped[str] = mapped_column(Text)
+    payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    #: the X-Longdoc-Delivery id, the same for every attempt of this delivery
+    delivery_id: Mapped[str] = mapped_column(String(36))
+    state: Mapped[str] = mapped_column(String(16), default="pending")  # pending | delivered | failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: who is delivering it now, until when (so two outbox runners never send one row at once)
+    claimed_by: Mapped[str | None] = mapped_column(String(128))
+    claimed_until: Mapped[datetime | None]
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    delivered_at: Mapped[datetime | None]

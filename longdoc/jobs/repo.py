@@ -39,8 +39,10 @@ from longdoc.jobs.models import (
     ApiKey,
     Job,
     JobPage,
+    JobTask,
     UTCDateTime,
     WebhookDelivery,
+    WebhookOutbox,
     new_id,
     utcnow,
 )
@@ -516,10 +518,12 @@ class JobRepo(_Repo):
         return expired
 
     def delete(self, job_id: str) -> bool:
-        """Delete the job row with its page and delivery rows; False when missing."""
+        """Delete the job row with its page, delivery, outbox and task rows; False when missing."""
         with self._tx() as s:
             s.execute(delete(JobPage).where(JobPage.job_id == job_id))
             s.execute(delete(WebhookDelivery).where(WebhookDelivery.job_id == job_id))
+            s.execute(delete(WebhookOutbox).where(WebhookOutbox.job_id == job_id))
+            s.execute(delete(JobTask).where(JobTask.job_id == job_id))
             return s.execute(delete(Job).where(Job.id == job_id)).rowcount == 1
 
     def _transition(self, job_id: str, new: JobState, values: dict[str, Any], *,

@@ -16,7 +16,7 @@ from longdoc.jobs import db
 from longdoc.jobs.models import Base
 from longdoc.jobs.repo import JobRepo, KeyRepo
 
-TABLES = {"api_keys", "jobs", "job_pages", "webhook_deliveries"}
+TABLES = {"api_keys", "jobs", "job_pages", "webhook_deliveries", "job_tasks", "webhook_outbox"}
 
 
 def _tables(engine) -> set[str]:
