@@ -63,6 +63,10 @@ class ServiceSettings(_Section):
     auth_failures_per_minute: int = Field(default=30, ge=1, description="failed authentications per client "
                                           "address; then 429 for every request of that address until the "
                                           "minute passes")
+    rate_limit_storage_url: str | None = Field(default=None, description="where request counts live: None = "
+                                               "in this process for queue.backend embedded, the broker's Redis "
+                                               "for queue.backend celery; or any `limits` storage URL, e.g. "
+                                               "redis://host:6379/1")
 
     @model_validator(mode="after")
     def _no_weak_admin_token(self) -> ServiceSettings:

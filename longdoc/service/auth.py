@@ -12,32 +12,127 @@ counted per client address in a moving one-minute window; past
 ``service.auth_failures_per_minute`` every request from that address is
 answered ``429 rate_limited`` with ``Retry-After``, without looking at its
 key, until the window has room again.
+
+Where the counts live is :func:`rate_limit_storage_url`: in this process
+(``memory://``) for one server, or a shared store (Redis) so every API
+replica counts against the same limits. A shared store that fails does not
+fail the request: the check is skipped (fail open), a warning is logged at
+most every 30 s and :attr:`Authenticator.storage_errors` counts the skipped
+checks; the store is tried again on later requests, so counting resumes when
+it is back.
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
+import threading
 import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
 
 from limits import RateLimitItem, RateLimitItemPerMinute
-from limits.storage import MemoryStorage
+from limits.errors import ConfigurationError, StorageError
+from limits.storage import Storage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
-from longdoc.errors import AdminForbidden, RateLimited, Unauthorized
+from longdoc.config import Settings
+from longdoc.errors import AdminForbidden, ConfigError, RateLimited, Unauthorized
 from longdoc.jobs.models import ApiKey
 from longdoc.jobs.repo import KeyRepo
 
+log = logging.getLogger("longdoc.auth")
+
 UNKNOWN_CLIENT = "unknown"
+MEMORY_STORAGE = "memory://"
+KEY_PREFIX = "longdoc"
+REDIS_SCHEMES = ("redis", "rediss")
+# Redis clients give up fast: a dead Redis costs a request at most ~1 s.
+STORAGE_SOCKET_TIMEOUT_SECONDS = 0.5
+STORAGE_WARNING_INTERVAL_SECONDS = 30.0
+
+
+def rate_limit_storage_url(settings: Settings) -> str:
+    """Where the request counts of this deployment live, as a `limits`
+    storage URL: ``service.rate_limit_storage_url`` when set; otherwise
+    ``memory://`` for ``queue.backend: embedded`` (one process) and the
+    broker's Redis (``queue.broker_url``, redis:// or rediss://) for
+    ``queue.backend: celery``, so every API replica shares one count.
+    Raises ConfigError for celery on a broker that is not Redis (e.g. amqp)
+    when no storage URL is set."""
+    explicit = settings.service.rate_limit_storage_url
+    if explicit:
+        return explicit
+    if settings.queue.backend != "celery":
+        return MEMORY_STORAGE
+    broker = settings.queue.broker_url or ""
+    if urlsplit(broker).scheme in REDIS_SCHEMES:
+        return broker
+    raise ConfigError(
+        "queue.backend celery: the rate limits of the API replicas need a shared store, and the broker "
+        f"({urlsplit(broker).scheme or 'none'}://) is not Redis.",
+        hint="Set service.rate_limit_storage_url to a Redis URL, e.g. redis://host:6379/1.",
+    )
+
+
+def limits_storage(url: str, key_prefix: str = KEY_PREFIX) -> Storage:
+    """A `limits` storage for ``url`` that raises
+    :class:`limits.errors.StorageError` when the store fails. Redis-family
+    stores get ``key_prefix`` (their keys are ``<key_prefix>:LIMITER/...``,
+    apart from Celery's) and short socket timeouts; plain Redis clients do
+    not retry. Connects lazily: a store that is down fails on first use, not
+    here. Raises ConfigError for an unknown scheme or a store without
+    moving-window support."""
+    try:
+        storage = storage_from_string(url, wrap_exceptions=True, **_storage_options(url, key_prefix))
+    except ConfigurationError as exc:
+        raise ConfigError(f"service.rate_limit_storage_url: {exc}",
+                          hint="Use memory:// or a Redis URL such as redis://host:6379/1.") from exc
+    if not hasattr(storage, "acquire_entry"):
+        raise ConfigError(f"service.rate_limit_storage_url: {urlsplit(url).scheme}:// cannot count moving windows.",
+                          hint="Use memory:// or a Redis URL such as redis://host:6379/1.")
+    return storage
+
+
+def _storage_options(url: str, key_prefix: str) -> dict[str, Any]:
+    scheme = urlsplit(url).scheme
+    if not scheme.startswith(("redis", "valkey")):
+        return {}
+    options: dict[str, Any] = {"key_prefix": key_prefix, "socket_timeout": STORAGE_SOCKET_TIMEOUT_SECONDS,
+                               "socket_connect_timeout": STORAGE_SOCKET_TIMEOUT_SECONDS}
+    if scheme in ("redis", "rediss", "redis+unix"):
+        options["retry"] = Retry(NoBackoff(), 0)
+    return options
 
 
 class Authenticator:
+    """Authentication and rate limits over ``keys``.
+
+    ``storage_url`` (see :func:`rate_limit_storage_url`) is where counts
+    live; instances over the same shared store (API replicas) count
+    together. The store failing never fails a request: the check passes
+    uncounted (a ``Retry-After`` falls back to the whole window), and the
+    store is not asked again for ``storage_retry_seconds``, so a hanging
+    store slows few requests. ``storage_errors`` counts the store calls that
+    failed or were skipped that way (a metric)."""
+
+    storage_retry_seconds: float = 1.0
+
     def __init__(self, keys: KeyRepo, *, rate_per_minute: int, failures_per_minute: int,
-                 admin_token: str | None = None) -> None:
+                 admin_token: str | None = None, storage_url: str = MEMORY_STORAGE,
+                 key_prefix: str = KEY_PREFIX) -> None:
         self.keys = keys
         self.rate_per_minute = rate_per_minute
         self.admin_token = admin_token
-        self._limiter = MovingWindowRateLimiter(MemoryStorage())
+        self._limiter = MovingWindowRateLimiter(limits_storage(storage_url, key_prefix))
         self._failures = RateLimitItemPerMinute(failures_per_minute)
+        self.storage_errors = 0
+        self._lock = threading.Lock()
+        self._failed_at: float | None = None
+        self._warned_at: float | None = None
 
     def authenticate(self, authorization: str | None, client: str | None) -> ApiKey:
         """The key a ``Bearer`` header names, counted against its rate
@@ -66,7 +161,7 @@ class Authenticator:
             raise AdminForbidden("Admin token missing or wrong.")
 
     def _check_throttle(self, client: str) -> None:
-        if not self._limiter.test(self._failures, "auth-failures", client):
+        if not self._ask(self._limiter.test, self._failures, "auth-failures", client):
             raise RateLimited(
                 f"Too many failed authentications from this address ({self._failures.amount} per minute).",
                 hint="Check the API key; wait for `Retry-After` seconds before trying again.",
@@ -74,17 +169,56 @@ class Authenticator:
             )
 
     def _failed(self, client: str) -> None:
-        self._limiter.hit(self._failures, "auth-failures", client)
+        self._ask(self._limiter.hit, self._failures, "auth-failures", client)
 
     def _check_rate(self, key: ApiKey) -> None:
         item = RateLimitItemPerMinute(key.rate_limit_per_minute or self.rate_per_minute)
-        if not self._limiter.hit(item, "key", key.id):
+        if not self._ask(self._limiter.hit, item, "key", key.id):
             raise RateLimited(f"Rate limit of {item.amount} requests per minute reached.",
                               retry_after=self._retry_after(item, "key", key.id))
 
     def _retry_after(self, item: RateLimitItem, *identifiers: str) -> int:
-        reset, _ = self._limiter.get_window_stats(item, *identifiers)
-        return max(1, int(reset - time.time()) + 1)
+        """Seconds until ``item``'s window has room; its whole window when
+        the store cannot say."""
+        stats = self._ask(self._limiter.get_window_stats, item, *identifiers, fallback=None)
+        if stats is None:
+            return item.get_expiry()
+        return max(1, int(stats.reset_time - time.time()) + 1)
+
+    def _ask(self, call: Callable[..., Any], *args: Any, fallback: Any = True) -> Any:
+        """``call(*args)`` on the store, or ``fallback`` (True = allowed) when
+        the store fails or failed within ``storage_retry_seconds``."""
+        if self._resting():
+            self._let_through(None)
+            return fallback
+        try:
+            result = call(*args)
+        except StorageError as exc:
+            self._let_through(exc)
+            return fallback
+        self._failed_at = None
+        return result
+
+    def _resting(self) -> bool:
+        failed_at = self._failed_at
+        return failed_at is not None and time.monotonic() - failed_at < self.storage_retry_seconds
+
+    def _let_through(self, exc: StorageError | None) -> None:
+        """Count a check skipped because of the store; remember a new
+        failure; warn at most every 30 s."""
+        now = time.monotonic()
+        with self._lock:
+            self.storage_errors += 1
+            if exc is not None:
+                self._failed_at = now
+            warn = exc is not None and (self._warned_at is None
+                                        or now - self._warned_at >= STORAGE_WARNING_INTERVAL_SECONDS)
+            if warn:
+                self._warned_at = now
+        if warn and exc is not None:
+            log.warning("rate-limit store failed; requests pass uncounted until it answers again",
+                        extra={"error": type(exc.storage_error).__name__, "detail": str(exc.storage_error),
+                               "skipped_checks": self.storage_errors})
 
 
 def bearer(authorization: str | None) -> str | None:
