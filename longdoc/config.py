@@ -177,8 +177,23 @@ class InferenceSettings(_Section):
         return self.workers or max(1, os.cpu_count() or 1)
 
 
+class S3Settings(_Section):
+    """How an ``s3://`` storage.url is reached; credentials come from boto3's
+    usual sources (AWS_* environment variables, ~/.aws, instance role), never
+    from longdoc's configuration."""
+
+    endpoint_url: str | None = Field(default=None, description="S3-compatible service, e.g. http://minio:9000 "
+                                     "(path-style addressing); null = AWS")
+    region: str | None = Field(default=None, description="bucket region; null = boto3's default")
+    multipart_threshold_mb: int = Field(default=16, ge=5, description="objects this large or larger are uploaded "
+                                        "in parts of this size")
+    presign_seconds: int | None = Field(default=None, ge=1, description="lifetime of presigned download URLs; "
+                                        "null = no presigned URLs")
+
+
 class StorageSettings(_Section):
     url: str = "file://./data"
+    s3: S3Settings = S3Settings()
 
 
 class DatabaseSettings(_Section):

@@ -56,7 +56,7 @@ class Container:
         self.auth = Authenticator(self.keys, rate_per_minute=settings.service.rate_limit_per_minute,
                                   failures_per_minute=settings.service.auth_failures_per_minute,
                                   admin_token=admin.get_secret_value() if admin else None)
-        self.store = store_from_url(settings.storage.url)
+        self.store = store_from_url(settings.storage.url, settings.storage.s3)
         self.scratch = ScratchDir(settings.service.work_dir)
         self.pipeline = Pipeline(settings)
         self.runner = JobRunner(settings, self.jobs, self.store, self.pipeline, self.scratch, self.metrics)

@@ -36,6 +36,10 @@ class ObjectStore(Protocol):
     one, never part of one. ``prefix`` arguments are keys naming a folder
     (a trailing ``/`` is optional): they match the object of that exact name
     and every object below it, never ``prefix + "x"``.
+
+    :meth:`presigned_url` is an optional capability: a store that cannot
+    hand out direct download URLs (or has them switched off) returns None
+    and callers serve the bytes through the service instead.
     """
 
     def put_file(self, key: str, path: str | Path) -> int:
@@ -73,6 +77,15 @@ class ObjectStore(Protocol):
 
     def ping(self) -> None:
         """Return if the store is reachable and writable; raise StorageError otherwise."""
+        ...
+
+    def presigned_url(self, key: str, expires_seconds: int | None = None) -> str | None:
+        """Optional capability: a time-limited URL (``expires_seconds``, else
+        the store's configured lifetime) from which anyone holding it can GET
+        the object without going through the service; None when the store
+        cannot make one (a local folder) or presigning is not configured, so
+        callers serve the bytes themselves. Makes no request; the object need
+        not exist."""
         ...
 
 

@@ -180,6 +180,11 @@ class LocalStore:
         if not os.access(self.root, os.W_OK | os.X_OK):
             raise StorageError(f"The storage folder {self.root} is not writable by this user.")
 
+    def presigned_url(self, key: str, expires_seconds: int | None = None) -> str | None:
+        """Always None: a local folder has no URLs (callers serve the bytes)."""
+        check_key(key)
+        return None
+
     def _path(self, key: str) -> Path:
         return self.root / check_key(key)
 

@@ -54,12 +54,7 @@ def test_absolute_file_url(tmp_path):
     assert store.root == tmp_path / "abs" and store.root.is_dir()
 
 
-def test_s3_is_not_yet_supported():
-    with pytest.raises(ConfigError, match="scale-out"):
-        store_from_url("s3://bucket/prefix")
-
-
-@pytest.mark.parametrize("url", ["./data", "ftp://host/x", "file://", "file:///"])
+@pytest.mark.parametrize("url", ["./data", "ftp://host/x", "file://", "file:///", "s3://", "s3:///prefix"])
 def test_unusable_storage_urls_are_config_errors(url):
     with pytest.raises(ConfigError):
         store_from_url(url)
