@@ -205,10 +205,15 @@ class WebhookOutbox(Base):
     """A webhook to deliver (the durable outbox): written in the same
     place as the job's final state, delivered by whichever process runs the
     outbox, retried on ``next_attempt_at`` until delivered or out of attempts.
-    The signing secret is read from the job's API key at delivery time."""
+    The signing secret is read from the job's API key at delivery time.
+    One row per (job, event): a job's ``job.finished`` is queued once, even
+    when two processes announce it."""
 
     __tablename__ = "webhook_outbox"
-    __table_args__ = (Index("ix_webhook_outbox_due", "state", "next_attempt_at"),)
+    __table_args__ = (
+        UniqueConstraint("job_id", "event", name="uq_webhook_outbox_job_id_event"),
+        Index("ix_webhook_outbox_due", "state", "next_attempt_at"),
+    )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     job_id: Mapped[str] = mapped_column(String(32), ForeignKey("jobs.id", ondelete="CASCADE"), index=True)

@@ -1,4 +1,9 @@
-"""Signed job webhooks: signatures, target checks, delivery with retries, a sender.
+"""Signed job webhooks: signatures, target checks, one delivery attempt
+(:func:`attempt_delivery`), delivery with retries, a sender.
+
+The durable outbox (:mod:`longdoc.jobs.outbox`) makes its attempts with
+:func:`attempt_delivery` and waits :func:`retry_delay` between them, exactly
+as :func:`deliver` does in memory.
 
 Wire format (service contract, "Webhooks")::
 
@@ -33,6 +38,7 @@ import itertools
 import json
 import logging
 import queue
+import random
 import re
 import socket
 import threading
@@ -44,7 +50,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
-from tenacity import Retrying, retry_if_result, stop_after_attempt, wait_exponential_jitter
+from tenacity import Retrying, retry_if_result, stop_after_attempt
 
 from longdoc import __version__
 from longdoc.errors import CallbackRefused
@@ -212,12 +218,49 @@ def _redact(url: str) -> str:
 
 
 @dataclass(frozen=True)
-class _Outcome:
+class Outcome:
+    """What one delivery attempt came to.
+
+    ``ok``: a 2xx answer. ``retry``: worth another attempt later (connection
+    trouble, a timeout, DNS failure, 5xx, 429); neither: a permanent refusal
+    (any other status, or a refused target). ``status`` is the HTTP status
+    when an answer came, ``error`` the reason when none did or the target
+    was refused, ``retry_after_s`` the server's ``Retry-After`` in seconds.
+    """
+
     ok: bool = False
     retry: bool = False
     status: int | None = None
     error: str | None = None
     retry_after_s: float | None = None
+
+
+def encode_payload(payload: dict[str, Any]) -> bytes:
+    """The exact bytes that are sent and signed: compact UTF-8 JSON."""
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def make_client(timeout_s: float) -> httpx.Client:
+    """The client every attempt goes through: no redirects followed, no
+    environment proxies, ``timeout_s`` for each phase of a request."""
+    return httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False)
+
+
+def retry_delay(
+    attempt: int, *, base_delay_s: float, max_delay_s: float, retry_after_s: float | None = None
+) -> float:
+    """Seconds to wait after the ``attempt``-th (1-based) attempt failed
+    retryably: the server's ``retry_after_s`` when it gave one, else
+    ``base_delay_s · 2^(attempt-1)`` plus up to ``base_delay_s`` of jitter;
+    capped at ``max_delay_s`` either way."""
+    if retry_after_s is not None:
+        return min(retry_after_s, max_delay_s)
+    jitter = random.uniform(0, base_delay_s)
+    try:
+        delay = base_delay_s * 2 ** (attempt - 1) + jitter
+    except OverflowError:
+        return max_delay_s
+    return max(0.0, min(delay, max_delay_s))
 
 
 def deliver(
@@ -245,20 +288,16 @@ def deliver(
     """
     if max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
-    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
-    base_headers = {
-        "Content-Type": "application/json",
-        "User-Agent": f"longdoc-webhooks/{__version__}",
-        EVENT_HEADER: str(payload.get("event", "job.finished")),
-        DELIVERY_HEADER: str(uuid.uuid4()),
-    }
+    body = encode_payload(payload)
+    event = str(payload.get("event", "job.finished"))
+    delivery_id = str(uuid.uuid4())
     attempt_numbers = itertools.count(1)
-    with httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False) as client:
+    with make_client(timeout_s) as client:
 
-        def one_attempt() -> _Outcome:
+        def one_attempt() -> Outcome:
             attempt = next(attempt_numbers)
             started = time.monotonic()
-            outcome = _attempt(client, url, body, secret, base_headers, allow_private)
+            outcome = attempt_delivery(client, url, body, secret, delivery_id, event, allow_private)
             record(attempt, outcome.status, outcome.error, int((time.monotonic() - started) * 1000))
             return outcome
 
@@ -273,39 +312,50 @@ def deliver(
 
 
 class _Backoff:
-    """Exponential backoff with jitter, or the server's Retry-After when it gave one."""
+    """tenacity's wait: :func:`retry_delay` for the attempt that just failed."""
 
     def __init__(self, base_delay_s: float, max_delay_s: float) -> None:
+        self._base_delay_s = base_delay_s
         self._max_delay_s = max_delay_s
-        self._exponential = wait_exponential_jitter(
-            multiplier=base_delay_s, max=max_delay_s, jitter=base_delay_s
-        )
 
     def __call__(self, state: Any) -> float:
-        outcome: _Outcome = state.outcome.result()
-        if outcome.retry_after_s is not None:
-            return min(outcome.retry_after_s, self._max_delay_s)
-        return float(self._exponential(state))
+        outcome: Outcome = state.outcome.result()
+        return retry_delay(
+            state.attempt_number,
+            base_delay_s=self._base_delay_s,
+            max_delay_s=self._max_delay_s,
+            retry_after_s=outcome.retry_after_s,
+        )
 
 
-def _attempt(
+def attempt_delivery(
     client: httpx.Client,
     url: str,
     body: bytes,
     secret: str,
-    base_headers: dict[str, str],
+    delivery_id: str,
+    event: str,
     allow_private: bool,
-) -> _Outcome:
-    """One delivery attempt: re-check the target, then POST to its checked addresses."""
+) -> Outcome:
+    """One delivery attempt of ``body`` (already encoded, see
+    :func:`encode_payload`) to ``url`` through ``client`` (see
+    :func:`make_client`): re-check the target, sign with ``secret`` at a
+    fresh timestamp, then POST to the checked addresses in turn (the next
+    one only when nothing could be sent to the previous), with ``Host`` and
+    SNI kept. The answer's body is never read. Network trouble never
+    raises: it comes back as a retryable :class:`Outcome`."""
     try:
         target = _resolve_target(url, allow_private=allow_private)
     except CallbackRefused as exc:
-        return _Outcome(error=f"{exc.code}: {exc.message}")
+        return Outcome(error=f"{exc.code}: {exc.message}")
     except _Unresolvable as exc:
-        return _Outcome(retry=True, error=_describe(exc))
+        return Outcome(retry=True, error=_describe(exc))
     timestamp = int(time.time())
     headers = {
-        **base_headers,
+        "Content-Type": "application/json",
+        "User-Agent": f"longdoc-webhooks/{__version__}",
+        EVENT_HEADER: event,
+        DELIVERY_HEADER: delivery_id,
         TIMESTAMP_HEADER: str(timestamp),
         SIGNATURE_HEADER: sign(secret, timestamp, body),
     }
@@ -318,14 +368,14 @@ def _attempt(
             connect_error = exc
             continue
         except httpx.InvalidURL as exc:
-            return _Outcome(error=_describe(exc))
+            return Outcome(error=_describe(exc))
         except httpx.HTTPError as exc:
-            return _Outcome(retry=True, error=_describe(exc))
+            return Outcome(retry=True, error=_describe(exc))
         try:  # the body is never read: a receiver cannot make us buffer it
             return _classify(response.status_code, response.headers.get("Retry-After"))
         finally:
             response.close()
-    return _Outcome(retry=True, error=_describe(connect_error))
+    return Outcome(retry=True, error=_describe(connect_error))
 
 
 def _pinned_request(
@@ -352,12 +402,12 @@ def _is_ip_literal(host: str) -> bool:
     return True
 
 
-def _classify(status: int, retry_after: str | None) -> _Outcome:
+def _classify(status: int, retry_after: str | None) -> Outcome:
     if 200 <= status < 300:
-        return _Outcome(ok=True, status=status)
+        return Outcome(ok=True, status=status)
     if status == 429 or status >= 500:
-        return _Outcome(retry=True, status=status, retry_after_s=_parse_retry_after(retry_after))
-    return _Outcome(status=status)
+        return Outcome(retry=True, status=status, retry_after_s=_parse_retry_after(retry_after))
+    return Outcome(status=status)
 
 
 def _parse_retry_after(value: str | None) -> float | None:

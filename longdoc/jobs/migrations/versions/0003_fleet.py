@@ -59,6 +59,7 @@ def upgrade() -> None:
         _ts("delivered_at"),
         sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], name="fk_webhook_outbox_job_id_jobs", ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id", name="pk_webhook_outbox"),
+        sa.UniqueConstraint("job_id", "event", name="uq_webhook_outbox_job_id_event"),
     )
     op.create_index("ix_webhook_outbox_due", "webhook_outbox", ["state", "next_attempt_at"])
     op.create_index("ix_webhook_outbox_job_id", "webhook_outbox", ["job_id"])
