@@ -1,4 +1,5 @@
-"""Command line: ``longdoc parse``, ``longdoc config show``, ``longdoc --version``.
+"""Command line: ``longdoc parse``, ``longdoc config show``, ``longdoc --version``;
+the service commands (serve, submit, worker, keys) are in :mod:`longdoc.cli_service`.
 
 Errors are translated to messages and exit codes in one place,
 :func:`main`; commands raise :class:`~longdoc.errors.LongdocError`.
@@ -27,6 +28,7 @@ app.add_typer(config_app, name="config")
 app.add_typer(cli_service.keys_app, name="keys")
 app.command()(cli_service.serve)
 app.command()(cli_service.submit)
+app.command()(cli_service.worker)
 
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="YAML config file (DESIGN §6 shape).")]
 log = logging.getLogger("longdoc.cli")

@@ -1,4 +1,4 @@
-"""Service commands: ``longdoc serve``, ``longdoc submit``, ``longdoc keys``."""
+"""Service commands: ``longdoc serve``, ``longdoc submit``, ``longdoc worker``, ``longdoc keys``."""
 
 from __future__ import annotations
 
@@ -51,6 +51,47 @@ def serve(
         timeout_keep_alive=settings.service.keep_alive_timeout_seconds,
         log_config=None, timeout_graceful_shutdown=10, access_log=False,
     )).run()
+
+
+def worker(
+    config: ConfigOpt = None,
+    queues: Annotated[str, typer.Option("--queues", help="Queues to take tasks from: cpu (ingest, assemble), "
+                                        "engine (page groups), short (every task of short documents).")]
+    = "cpu,engine,short",
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Worker processes (each runs one "
+                                             "task at a time).")] = 1,
+    name: Annotated[Optional[str], typer.Option("--name", help="Node name (default: worker@<host>).")] = None,
+) -> None:
+    """Run a fleet worker (queue.backend: celery) until SIGTERM: it takes page groups and the
+    other tasks of jobs from the broker. SIGTERM lets running tasks finish first (warm shutdown);
+    a worker killed outright loses nothing (its tasks are taken back when their lease runs out)."""
+    import os
+    import socket
+
+    from longdoc.errors import ConfigError
+    from longdoc.jobs import db
+    from longdoc.jobs.task_repo import QUEUES
+    from longdoc.service.logs import configure_logging
+    from longdoc.worker.celery_app import configure_worker, make_app
+
+    settings = load_settings(config)
+    if settings.queue.backend != "celery":
+        raise ConfigError("longdoc worker needs queue.backend: celery (with queue.broker_url).",
+                          hint="The embedded backend runs jobs inside `longdoc serve`; no worker is needed.")
+    wanted = [q.strip() for q in queues.split(",") if q.strip()]
+    unknown = sorted(set(wanted) - set(QUEUES))
+    if not wanted or unknown:
+        raise ConfigError(f"Unknown queue(s) {', '.join(unknown) or '(none)'}; use {', '.join(QUEUES)}.")
+    os.umask(0o077)
+    configure_logging(settings.service.log_json)
+    engine = db.make_engine(settings.database.url)
+    db.migrate(engine)   # idempotent and serialized: workers may start before the API
+    engine.dispose()     # no connection crosses the fork into worker processes
+    configure_worker(settings)
+    app = make_app(settings)
+    app.worker_main(["worker", "--queues", ",".join(wanted), "--concurrency", str(concurrency),
+                     "--pool", "prefork", "--hostname", name or f"worker@{socket.gethostname()}",
+                     "--without-gossip", "--without-mingle", "--loglevel", "INFO"])
 
 
 def submit(

@@ -201,8 +201,33 @@ class DatabaseSettings(_Section):
 
 
 class QueueSettings(_Section):
+    """Where jobs run: ``embedded`` (threads of the server process) or
+    ``celery`` (API replicas plus ``longdoc worker`` processes on a broker)."""
+
     backend: Literal["embedded", "celery"] = "embedded"
-    broker_url: str | None = None
+    broker_url: str | None = Field(default=None, description="celery: the broker, e.g. redis://127.0.0.1:6379/0 "
+                                   "or amqp://guest:guest@127.0.0.1:5672//")
+    lease_seconds: float = Field(default=60.0, ge=1.0, description="a running job or task whose heartbeat is older "
+                                 "than this is taken back and run again from its last checkpointed group (its "
+                                 "worker heartbeats every third of it)")
+    redeliver_after_seconds: float = Field(default=120.0, ge=1.0, description="celery: a task queued this long "
+                                           "without starting is sent again (its message was lost, e.g. the broker "
+                                           "restarted); a second copy is harmless")
+    reconcile_interval_seconds: float = Field(default=5.0, gt=0.0, description="how often the reconciler looks "
+                                              "for stale leases and lost tasks")
+    task_time_limit_seconds: int = Field(default=3600, ge=10, description="celery: hard limit of one task (one "
+                                         "page group, ingest or assemble); the worker process is replaced past it")
+    task_retries: int = Field(default=5, ge=0, description="celery: times a task is retried after a transient "
+                              "fault (database, store or broker unreachable), with exponential backoff")
+    max_tasks_per_child: int | None = Field(default=200, ge=1, description="celery: a worker process is "
+                                            "replaced after this many tasks (the OCR runtime's memory arena never "
+                                            "shrinks); null = never")
+
+    @model_validator(mode="after")
+    def _celery_needs_a_broker(self) -> QueueSettings:
+        if self.backend == "celery" and not self.broker_url:
+            raise ValueError("queue.backend celery needs queue.broker_url (e.g. redis://127.0.0.1:6379/0)")
+        return self
 
 
 class ClientSettings(_Section):

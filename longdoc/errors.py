@@ -356,6 +356,23 @@ class TooManyAttempts(LongdocError):
     )
 
 
+class LeaseLost(JobStopped):
+    """The run's lease was taken back (its heartbeat went stale and another
+    worker now runs the job or task): this run stops and writes nothing more."""
+
+    code = "lease_lost"
+    retryable = True
+    hint = "Another worker took the work over after this one stopped heartbeating; nothing to do."
+
+
+class BrokerUnavailable(LongdocError):
+    code = "broker_unavailable"
+    http_status = 503
+    exit_code = EXIT_INTERNAL
+    retryable = True
+    hint = "Retry later; if it persists, check that the broker (`queue.broker_url`) is running."
+
+
 class ShuttingDown(JobStopped):
     code = "shutting_down"
     http_status = 503

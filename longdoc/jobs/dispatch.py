@@ -1,17 +1,20 @@
 """Dispatch: which queued job runs next, on which worker.
 
 The database is the source of truth; a dispatcher only carries job ids.
-:class:`Dispatcher` is the interface a distributed implementation (Celery,
-a later issue) provides too. :class:`EmbeddedDispatcher` runs jobs on
-threads inside the server process:
+Room in the queue and its depth are read from the database by whoever
+needs them (the job service, /metrics), the same for every backend.
+:class:`Dispatcher` is what the job service and the container use;
+:class:`EmbeddedDispatcher` runs jobs on threads inside the server process
+and :class:`~longdoc.worker.dispatch.CeleryDispatcher` hands them to the
+fleet:
 
 - two lanes, ``short`` and ``long`` (by page count); within a lane, higher
   priority first, then first come first served;
 - ``max_concurrency`` jobs at once, of which at most ``max_concurrency - 1``
   long ones, so a short document is never stuck behind long ones;
-- a bounded queue (``max_queued``): callers call :meth:`check_room` before
-  accepting a job (429 ``queue_full`` otherwise); :meth:`submit` itself never
-  refuses an accepted job, so a race past the bound cannot lose one;
+- :meth:`submit` never refuses an accepted job (the bound
+  ``service.max_queued`` is checked when the job row is created), so a race
+  past the bound cannot lose one;
 - ``stop()`` stops intake and asks running jobs to checkpoint and go back to
   the queue between groups (see :class:`~longdoc.jobs.runner.JobRunner`).
 """
@@ -25,7 +28,7 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
-from longdoc.errors import QueueFull, ShuttingDown
+from longdoc.errors import ShuttingDown
 
 log = logging.getLogger("longdoc.dispatch")
 
@@ -33,12 +36,24 @@ LANES = ("short", "long")
 
 
 class Dispatcher(Protocol):
-    def start(self) -> None: ...
-    def check_room(self) -> None: ...
-    def submit(self, job_id: str, lane: str, priority: int) -> None: ...
-    def depth(self) -> dict[str, int]: ...
-    def stop_intake(self) -> None: ...
-    def stop(self, timeout: float) -> None: ...
+    def start(self) -> None:
+        """Start taking jobs (and pick up those the database says are queued)."""
+
+    def submit(self, job_id: str, lane: str, priority: int) -> None:
+        """Run the queued job ``job_id`` when its turn comes (idempotent)."""
+
+    def discard(self, job_id: str) -> None:
+        """Forget a queued job that was cancelled or deleted before it ran."""
+
+    @property
+    def accepting(self) -> bool:
+        """False once shutdown began: new jobs are refused (503)."""
+
+    def stop_intake(self) -> None:
+        """Accept no more jobs; safe in a signal handler."""
+
+    def stop(self, timeout: float) -> None:
+        """Stop intake and let running work checkpoint, up to ``timeout`` s."""
 
 
 class EmbeddedDispatcher:
@@ -46,7 +61,6 @@ class EmbeddedDispatcher:
         self,
         run: Callable[[str], object],
         max_concurrency: int,
-        max_queued: int,
         on_stop: Callable[[], None] | None = None,
     ) -> None:
         if max_concurrency < 1:
@@ -54,7 +68,6 @@ class EmbeddedDispatcher:
         self._run = run
         self._on_stop = on_stop
         self.max_concurrency = max_concurrency
-        self.max_queued = max_queued
         self._lanes: dict[str, list[tuple[int, int, str]]] = {lane: [] for lane in LANES}
         self._queued: set[str] = set()
         self._running: dict[str, str] = {}  # job id -> lane
@@ -86,21 +99,6 @@ class EmbeddedDispatcher:
             self._queued.add(job_id)
             self._cv.notify()
 
-    def check_room(self) -> None:
-        """Raise QueueFull (429) or ShuttingDown (503) when a new job cannot
-        be accepted now."""
-        with self._cv:
-            if self._stopping:
-                raise ShuttingDown("The server is shutting down and accepts no new jobs.")
-            if len(self._queued) >= self.max_queued:
-                raise QueueFull(f"The queue holds {self.max_queued} jobs already.", retry_after=30)
-
-    def depth(self) -> dict[str, int]:
-        with self._cv:
-            depth = {lane: sum(1 for _, _, j in q if j in self._queued) for lane, q in self._lanes.items()}
-            depth["running"] = len(self._running)
-            return depth
-
     def discard(self, job_id: str) -> None:
         """Forget a queued job (cancelled or deleted before it ran)."""
         with self._cv:
@@ -123,8 +121,8 @@ class EmbeddedDispatcher:
             t.join(timeout)
 
     @property
-    def stopping(self) -> bool:
-        return self._stopping
+    def accepting(self) -> bool:
+        return not self._stopping
 
     # -- workers -----------------------------------------------------------
 

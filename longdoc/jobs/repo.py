@@ -31,7 +31,7 @@ from sqlalchemy import and_, delete, func, literal, or_, select, update
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from longdoc.errors import DatabaseUnavailable, IdempotencyKeyReused, InvalidOption
+from longdoc.errors import DatabaseUnavailable, IdempotencyKeyReused, InvalidOption, QueueFull
 from longdoc.jobs.models import (
     LANES,
     MAX_IDEMPOTENCY_KEY,
@@ -199,6 +199,7 @@ class JobRepo(_Repo):
         callback_url: str | None = None,
         pages_total: int | None = None,
         id: str | None = None,  # noqa: A002 - the column's name
+        max_queued: int | None = None,
     ) -> tuple[Job, Reused | None]:
         """A new queued job, or an existing one of the same tenant:
 
@@ -211,6 +212,12 @@ class JobRepo(_Repo):
         ``options_hash`` defaults to :func:`hash_options`. Raises
         InvalidTenant / InvalidOption for bad values. Two concurrent
         creates with the same idempotency key yield one job.
+
+        ``max_queued``: a new job is refused with :class:`QueueFull` while
+        that many jobs are queued. The count and the insert are one
+        transaction, serialized across processes (PostgreSQL: an advisory
+        transaction lock; SQLite: one writer at a time), so API replicas
+        sharing the database never pass the bound together.
         """
         check_tenant(tenant)
         _check_job_values(priority, lane, idempotency_key)
@@ -220,6 +227,8 @@ class JobRepo(_Repo):
                 found = self._find_reusable(s, tenant, idempotency_key, sha256, options_hash)
                 if found is not None:
                     return found
+                if max_queued is not None:
+                    _check_queue_room(s, max_queued)
                 now = self._now()
                 job = Job(
                     id=id or new_id(), tenant=tenant, api_key_id=api_key_id, state=JobState.QUEUED.value,
@@ -321,6 +330,11 @@ class JobRepo(_Repo):
         with self._tx() as s:
             return s.scalar(select(func.count()).select_from(Job).where(Job.state == JobState.QUEUED.value, ahead)) or 0
 
+    def queued_count(self) -> int:
+        """Jobs waiting to start (what ``service.max_queued`` bounds)."""
+        with self._tx() as s:
+            return int(s.scalar(select(func.count()).select_from(Job).where(Job.state == JobState.QUEUED.value)) or 0)
+
     def queued_ids(self, lane: str | None = None) -> list[str]:
         """Ids of queued jobs in dispatch order (optionally of one lane)."""
         query = select(Job.id).where(Job.state == JobState.QUEUED.value)
@@ -378,26 +392,48 @@ class JobRepo(_Repo):
                 return None
             return s.get(Job, job_id, populate_existing=True)
 
-    def heartbeat(self, job_id: str) -> bool:
-        """Record that the job's worker is alive; False when it is no longer running."""
-        return self._update_running(job_id, heartbeat_at=self._now())
+    def heartbeat(self, job_id: str, worker_id: str | None = None) -> bool:
+        """Record that the job's worker is alive; False when it is no longer
+        running (or, with ``worker_id``, no longer run by that worker: its
+        lease was taken back)."""
+        with self._tx() as s:
+            where = [Job.id == job_id, Job.state == JobState.RUNNING.value]
+            if worker_id is not None:
+                where.append(Job.worker_id == worker_id)
+            result = s.execute(update(Job).where(*where).values(heartbeat_at=self._now())
+                               .execution_options(synchronize_session=False))
+            return result.rowcount == 1
+
+    def continue_running(self, job_id: str, worker_id: str) -> Job | None:
+        """The job, started now if it is queued (queued → running) or as it
+        is if already running (a fleet task of a started job); None when it
+        is finished, cancelled or missing."""
+        job = self.start(job_id, worker_id)
+        if job is not None:
+            return job
+        job = self.get_any(job_id)
+        return job if job is not None and job.state == JobState.RUNNING.value else None
 
     def set_total(self, job_id: str, pages_total: int) -> bool:
         """Record how many pages the running job will produce."""
         return self._update_running(job_id, pages_total=pages_total)
 
-    def progress(self, job_id: str, pages_done: int, pages: Iterable[dict[str, Any]] = ()) -> bool:
-        """Record progress of a running job: ``pages_done`` and one row per
-        page (``{"page", "status": "ok"|"failed", "error", "text_source",
-        "seconds"}``; a page reported again is overwritten). Also counts as a
-        heartbeat. False (nothing written) when the job is not running."""
+    def progress(self, job_id: str, pages: Iterable[dict[str, Any]] = ()) -> bool:
+        """Record progress of a running job: one row per page (``{"page",
+        "status": "ok"|"failed", "error", "text_source", "seconds"}``; a page
+        reported again is overwritten) and ``pages_done``, the number of
+        page rows, so workers reporting groups in any order, or one group
+        twice, count each page once. False (nothing written) when the job
+        is not running."""
         rows = [_page_row(job_id, p) for p in pages]
         with self._tx() as s:
-            if not self._update_running_in(s, job_id, pages_done=pages_done, heartbeat_at=self._now()):
+            if s.scalar(select(Job.state).where(Job.id == job_id)) != JobState.RUNNING.value:
                 return False
             for row in rows:
                 s.merge(row)
-        return True
+            s.flush()
+            done = select(func.count()).select_from(JobPage).where(JobPage.job_id == job_id).scalar_subquery()
+            return self._update_running_in(s, job_id, pages_done=done)
 
     def is_cancel_requested(self, job_id: str) -> bool:
         """True once a cancel was requested (or the job is already cancelled)."""
@@ -583,6 +619,20 @@ def _state(value: JobState | str) -> JobState:
     except ValueError:
         raise InvalidOption(f"{value!r} is not a job state.",
                             hint=f"Use one of {', '.join(s.value for s in JobState)}.") from None
+
+
+#: pg_advisory_xact_lock key serializing admissions: "ldqueue" in ASCII
+_ADMISSION_LOCK = int.from_bytes(b"ldqueue", "big")
+
+
+def _check_queue_room(s: Session, max_queued: int) -> None:
+    """Inside the creating transaction: raise QueueFull when ``max_queued``
+    jobs are queued (after taking the admission lock on PostgreSQL)."""
+    if s.get_bind().dialect.name == "postgresql":
+        s.execute(select(func.pg_advisory_xact_lock(_ADMISSION_LOCK)))
+    queued = s.scalar(select(func.count()).select_from(Job).where(Job.state == JobState.QUEUED.value)) or 0
+    if queued >= max_queued:
+        raise QueueFull(f"The queue holds {max_queued} jobs already.", retry_after=30)
 
 
 def _check_job_values(priority: int, lane: str, idempotency_key: str | None) -> None:

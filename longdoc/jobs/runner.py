@@ -14,15 +14,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import psutil
 
 from longdoc.config import Settings
-from longdoc.errors import JobCancelled, JobStopped, JobTimedOut, LongdocError, ShuttingDown
+from longdoc.errors import JobCancelled, JobTimedOut, LeaseLost, LongdocError, ShuttingDown
+from longdoc.jobs.lease import Heartbeat
 from longdoc.jobs.metrics import Metrics
+from longdoc.jobs.models import Job
 from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import JobState
 from longdoc.model import DocumentStatus, Page
@@ -70,7 +74,7 @@ class JobProgress:
                 self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + seconds
             if self.metrics is not None and not resumed:
                 self._observe(page)
-        self.repo.progress(self.job_id, self.done, [_page_row(p) for p in pages])
+        self.repo.progress(self.job_id, [_page_row(p) for p in pages])
 
     def _observe(self, page: Page) -> None:
         assert self.metrics is not None
@@ -92,93 +96,64 @@ def _page_row(page: Page) -> dict:
     }
 
 
-class JobRunner:
-    def __init__(
-        self,
-        settings: Settings,
-        repo: JobRepo,
-        store: ObjectStore,
-        pipeline: Pipeline,
-        scratch: ScratchDir,
-        metrics: Metrics | None = None,
-        worker_id: str = "embedded",
-    ) -> None:
-        self.settings, self.repo, self.store, self.pipeline = settings, repo, store, pipeline
-        self.scratch = scratch
-        self.metrics = metrics
-        self.worker_id = worker_id
-        self.shutting_down = threading.Event()
+def job_options(job: Job) -> ParseOptions:
+    """The pipeline options a job was accepted with."""
+    return ParseOptions(**{**job.options, "formats": tuple(job.options.get("formats", ("md", "json", "txt")))})
 
-    def run(self, job_id: str) -> Finished | None:
-        """Run ``job_id`` if it is still queued; returns its final state, or
-        None when it was not started (taken elsewhere, cancelled) or was put
-        back in the queue (shutdown)."""
-        job = self.repo.start(job_id, self.worker_id)
-        if job is None:
-            return None
-        t0 = time.monotonic()
-        deadline = t0 + self.settings.service.timeout_seconds
-        tenant = job.tenant
-        options = ParseOptions(**{**job.options, "formats": tuple(job.options.get("formats", ("md", "json", "txt")))})
-        checkpoint = StoreCheckpoint(self.store, keys.checkpoint_prefix(tenant, job_id))
-        progress = JobProgress(self.repo, job_id, self.metrics)
-        rss = _PeakRss()
 
-        def control() -> None:
-            rss.sample()
-            if self.shutting_down.is_set():
-                raise ShuttingDown("The server is shutting down; the job goes back to the queue.")
-            if self.repo.is_cancel_requested(job_id):
-                raise JobCancelled("The job was cancelled.")
-            if time.monotonic() > deadline:
-                raise JobTimedOut(f"The job ran past its {self.settings.service.timeout_seconds} s limit.")
-            self.repo.heartbeat(job_id)
+def fetch_original(store: ObjectStore, job: Job, dest: Path) -> Path:
+    """Copy the job's uploaded bytes to ``dest`` (a fixed local name; the
+    uploaded name is metadata) unless a copy of the right size is there."""
+    if not (dest.is_file() and dest.stat().st_size == job.size_bytes):
+        with store.open_read(keys.original_key(job.tenant, job.id)) as src, open(dest, "wb") as dst:
+            _copy(src, dst)
+    return dest
 
-        log.info("job started", extra={"job_id": job_id, "tenant": tenant, "attempt": job.attempts})
-        try:
-            with self.scratch.job(job_id) as tmp:
-                original = tmp / "original"   # a fixed local name; the uploaded name is metadata
-                with self.store.open_read(keys.original_key(tenant, job_id)) as src, open(original, "wb") as dst:
-                    _copy(src, dst)
-                result = self.pipeline.parse(
-                    original, tmp / "out", options, progress=progress, checkpoint=checkpoint,
-                    stem="result", control=control, name=job.filename, owner=tenant,
-                )
-                for fmt, path in result.outputs.items():
-                    self.store.put_file(keys.export_key(tenant, job_id, fmt), path)
-        except ShuttingDown:
-            self.repo.requeue(job_id)
-            log.info("job requeued for shutdown", extra={"job_id": job_id, "tenant": tenant})
-            return None
-        except JobCancelled:
-            return self._finish(job_id, tenant, JobState.CANCELLED, t0, rss, error=None)
-        except (JobStopped, LongdocError) as exc:
-            return self._finish(job_id, tenant, JobState.FAILED, t0, rss, error=exc.to_dict())
-        except Exception as exc:  # never lose an accepted job
-            log.exception("job crashed", extra={"job_id": job_id, "tenant": tenant})
-            err = {"code": "internal_error", "message": f"{type(exc).__name__} while processing the job.",
-                   "hint": LongdocError.hint, "retryable": True, "context": {}}
-            return self._finish(job_id, tenant, JobState.FAILED, t0, rss, error=err)
-        rss.sample()
-        engine = self.pipeline.engine_name_version(options)
-        return self._finish(
-            job_id, tenant, _STATE[result.status], t0, rss, error=_all_failed(result),
+
+class JobFinisher:
+    """Writes a job's end: its final state and figures in the database,
+    its metrics, and (through ``announce``) its webhook."""
+
+    def __init__(self, settings: Settings, repo: JobRepo, store: ObjectStore, metrics: Metrics | None,
+                 announce: Callable[[str], None] | None = None) -> None:
+        self.settings, self.repo, self.store, self.metrics = settings, repo, store, metrics
+        self.announce = announce
+
+    def parsed(self, job: Job, options: ParseOptions, result: ParseResult, pipeline: Pipeline, seconds: float,
+               peak_rss: int, stage_seconds: dict[str, float]) -> Finished:
+        """The job parsed to the end: its exports are stored; record the outcome."""
+        for fmt, path in result.outputs.items():
+            self.store.put_file(keys.export_key(job.tenant, job.id, fmt), path)
+        engine = pipeline.engine_name_version(options)
+        return self.finish(
+            job, _STATE[result.status], seconds, peak_rss, error=_all_failed(result),
             failed_pages=result.failed_pages,
-            timings={**{k: round(v, 4) for k, v in progress.stage_seconds.items()}, **result.timings},
+            timings={**{k: round(v, 4) for k, v in stage_seconds.items()}, **result.timings},
             engine=engine[0], engine_version=engine[1],
         )
 
-    def _finish(self, job_id: str, tenant: str, state: JobState, t0: float, rss: _PeakRss, **fields) -> Finished:
-        seconds = time.monotonic() - t0
+    def stopped(self, job: Job, exc: BaseException, seconds: float, peak_rss: int) -> Finished:
+        """The job ended by ``exc``: cancelled, a typed error, or a crash."""
+        if isinstance(exc, JobCancelled):
+            return self.finish(job, JobState.CANCELLED, seconds, peak_rss, error=None)
+        if isinstance(exc, LongdocError):
+            return self.finish(job, JobState.FAILED, seconds, peak_rss, error=exc.to_dict())
+        err = {"code": "internal_error", "message": f"{type(exc).__name__} while processing the job.",
+               "hint": LongdocError.hint, "retryable": True, "context": {}}
+        return self.finish(job, JobState.FAILED, seconds, peak_rss, error=err)
+
+    def finish(self, job: Job, state: JobState, seconds: float, peak_rss: int, **fields: Any) -> Finished:
         expires = datetime.now(UTC) + timedelta(hours=self.settings.service.retention_hours)
-        self.repo.finish(job_id, state, peak_rss_bytes=rss.peak, expires_at=expires,
-                         stored_bytes=self._stored_bytes(tenant, job_id), **fields)
+        self.repo.finish(job.id, state, peak_rss_bytes=peak_rss, expires_at=expires,
+                         stored_bytes=self._stored_bytes(job.tenant, job.id), **fields)
         if self.metrics is not None:
             self.metrics.jobs_finished.labels(state.value).inc()
             self.metrics.stage_seconds.labels("job").observe(seconds)
-        log.info("job finished", extra={"job_id": job_id, "tenant": tenant, "state": state.value,
+        log.info("job finished", extra={"job_id": job.id, "tenant": job.tenant, "state": state.value,
                                         "seconds": round(seconds, 3)})
-        return Finished(job_id, state)
+        if self.announce is not None:
+            self.announce(job.id)
+        return Finished(job.id, state)
 
     def _stored_bytes(self, tenant: str, job_id: str) -> int:
         """What the job now holds in the store (its share of the tenant quota)."""
@@ -192,6 +167,81 @@ class JobRunner:
         return total
 
 
+class JobRunner:
+    """Runs whole jobs in this process (the embedded backend), one call per
+    job, holding the job's lease (its row's worker id and heartbeat) from
+    a :class:`~longdoc.jobs.lease.Heartbeat` thread while it runs."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        repo: JobRepo,
+        store: ObjectStore,
+        pipeline: Pipeline,
+        scratch: ScratchDir,
+        metrics: Metrics | None = None,
+        worker_id: str = "embedded",
+        announce: Callable[[str], None] | None = None,
+    ) -> None:
+        self.settings, self.repo, self.store, self.pipeline = settings, repo, store, pipeline
+        self.scratch = scratch
+        self.metrics = metrics
+        self.worker_id = worker_id
+        self.shutting_down = threading.Event()
+        self.finisher = JobFinisher(settings, repo, store, metrics, announce)
+
+    def run(self, job_id: str) -> Finished | None:
+        """Run ``job_id`` if it is still queued; returns its final state, or
+        None when it was not started (taken elsewhere, cancelled), was put
+        back in the queue (shutdown) or was taken over (lease lost)."""
+        job = self.repo.start(job_id, self.worker_id)
+        if job is None:
+            return None
+        t0 = time.monotonic()
+        deadline = t0 + self.settings.service.timeout_seconds
+        options = job_options(job)
+        checkpoint = StoreCheckpoint(self.store, keys.checkpoint_prefix(job.tenant, job_id))
+        progress = JobProgress(self.repo, job_id, self.metrics)
+        rss = PeakRss()
+        beat = Heartbeat(lambda: self.repo.heartbeat(job_id, self.worker_id), self.settings.queue.lease_seconds / 3)
+
+        def control() -> None:
+            rss.sample()
+            if beat.lost.is_set():
+                raise LeaseLost("The job's lease was taken back by another worker.")
+            if self.shutting_down.is_set():
+                raise ShuttingDown("The server is shutting down; the job goes back to the queue.")
+            if self.repo.is_cancel_requested(job_id):
+                raise JobCancelled("The job was cancelled.")
+            if time.monotonic() > deadline:
+                raise JobTimedOut(f"The job ran past its {self.settings.service.timeout_seconds} s limit.")
+
+        log.info("job started", extra={"job_id": job_id, "tenant": job.tenant, "attempt": job.attempts})
+        try:
+            with beat, self.scratch.job(job_id) as tmp:
+                original = fetch_original(self.store, job, tmp / "original")
+                result = self.pipeline.parse(
+                    original, tmp / "out", options, progress=progress, checkpoint=checkpoint,
+                    stem="result", control=control, name=job.filename, owner=job.tenant,
+                )
+                rss.sample()
+                return self.finisher.parsed(job, options, result, self.pipeline, time.monotonic() - t0, rss.peak,
+                                            progress.stage_seconds)
+        except LeaseLost:
+            log.warning("job lease lost; another worker runs it", extra={"job_id": job_id})
+            return None
+        except ShuttingDown:
+            self.repo.requeue(job_id)
+            log.info("job requeued for shutdown", extra={"job_id": job_id, "tenant": job.tenant})
+            return None
+        except BaseException as exc:  # never lose an accepted job
+            if not isinstance(exc, LongdocError):
+                log.exception("job crashed", extra={"job_id": job_id, "tenant": job.tenant})
+                if not isinstance(exc, Exception):
+                    raise
+            return self.finisher.stopped(job, exc, time.monotonic() - t0, rss.peak)
+
+
 def _all_failed(result: ParseResult) -> dict | None:
     """The job's error when every page failed: the first page's, saying so."""
     if result.status is not DocumentStatus.FAILED or not result.errors:
@@ -202,7 +252,7 @@ def _all_failed(result: ParseResult) -> dict | None:
             "context": {"failed_pages": len(result.failed_pages)}}
 
 
-class _PeakRss:
+class PeakRss:
     """Peak resident memory of this process and its children (OCR workers),
     sampled between groups."""
 

@@ -74,12 +74,19 @@ class DocumentRun:
 
     # -- the loop ------------------------------------------------------------
 
-    def run(self, groups: list[Group]) -> int:
-        """Every group, in order; returns how many pages were resumed from
-        an earlier run."""
+    def run(self, groups: list[Group], only: set[int] | None = None) -> int:
+        """Every group, in order (or only the indexes in ``only``: one task
+        of the fleet); returns how many pages were resumed from an earlier
+        run. With ``only``, a group just before one to run lends its
+        checkpointed pages to the boundary cache when it is done, and is
+        otherwise left alone."""
         resumed = 0
         pending: deque[tuple[Group, Future[dict[int, Page]]]] = deque()
         for group in groups:
+            if only is not None and group.index not in only:
+                if group.index + 1 in only and (saved := self._load_done_group(group)) is not None:
+                    self._keep_boundary(group, {p.number: p for p in saved})
+                continue
             saved = self._load_done_group(group)
             if saved is not None:
                 while pending:

@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from longdoc import __version__
 from longdoc.assemble import stitch
 from longdoc.config import Settings
 from longdoc.engines import get_engine
-from longdoc.engines.base import Engine
+from longdoc.engines.base import Engine, EngineCapabilities
 from longdoc.engines.regions import RegionDetector
 from longdoc.export import open_exports
 from longdoc.ingest import parse_page_range
@@ -37,12 +38,22 @@ from longdoc.pipeline.checkpoint import Checkpoint, DirectoryCheckpoint
 from longdoc.pipeline.document import DocumentRun
 from longdoc.pipeline.options import ParseOptions
 from longdoc.pipeline.recognize import TEXT_LAYER_ENGINE, EngineLane
-from longdoc.plan import Admission, FairTurns, Workspace, plan_groups
+from longdoc.plan import Admission, FairTurns, Group, Workspace, plan_groups
 from longdoc.progress import NullProgress, Progress
 
 log = logging.getLogger("longdoc.pipeline")
 
 TEXT_LAYER_VERSION = f"pdfium-{pypdfium2.PDFIUM_INFO.build}"
+
+
+@dataclass
+class OpenDocument:
+    """A document opened in its sandbox, with its selected page numbers
+    (1-based) and page groups."""
+
+    source: DocumentSource
+    numbers: list[int]
+    groups: list[Group]
 
 
 @dataclass
@@ -100,6 +111,10 @@ class Pipeline:
         engine = self._engine_object(name)
         engine.load()  # idempotent
         return engine
+
+    def engine_capabilities(self, name: str) -> EngineCapabilities:
+        """What the engine ``name`` declares (built if needed, not loaded)."""
+        return self._engine_object(name).capabilities
 
     def engine_health(self, name: str) -> bool:
         """Whether the engine ``name`` can take work now (built if needed, not loaded)."""
@@ -173,28 +188,55 @@ class Pipeline:
         progress = progress or NullProgress()
         out_dir = Path(out_dir)
         stem = stem or Path(path).stem
+        checkpoint = checkpoint or DirectoryCheckpoint(out_dir / ".longdoc" / stem)
         t_start = time.perf_counter()
-        with open_sandboxed(path, self.settings.limits, name=name) as source:           # ingest
-            numbers = parse_page_range(options.pages, source.page_count)
-            groups = plan_groups(len(numbers), options.page_chunk_size, options.chunk_overlap)  # plan
-            checkpoint = checkpoint or DirectoryCheckpoint(out_dir / ".longdoc" / stem)
-            checkpoint.begin(options.fingerprint(source.sha256, self._engine_version(options)))
-            progress.start(source.name, len(numbers))
-            with self._document_run(source, numbers, options, checkpoint, progress, control, owner) as run:
-                resumed = run.run(groups)                                             # recognize, layout, checkpoint
+        with self.open_document(path, options, checkpoint, name=name) as doc:                # ingest, plan
+            progress.start(doc.source.name, len(doc.numbers))
+            resumed = self.run_groups(doc, options, checkpoint, progress, control, owner)     # recognize, layout, checkpoint
             t_groups = time.perf_counter()
-            result = self._assemble_and_export(                                       # assemble, export
-                source, numbers, options, checkpoint, out_dir, stem
-            )
+            result = self.assemble(doc, options, checkpoint, out_dir, stem)                 # assemble, export
             progress.finish()
         result.resumed_pages = resumed
-        if options.ocr != "off":
-            result.workspace_peak = self.admission(options.engine).workspace.peak  # shared by concurrent parses
         result.timings = {
             "pages": t_groups - t_start,
             "assemble_export": time.perf_counter() - t_groups,
             "total": time.perf_counter() - t_start,
         }
+        return result
+
+    # -- the stages, one at a time (the fleet runs each as its own task) ------
+
+    @contextmanager
+    def open_document(self, path: str | Path, options: ParseOptions, checkpoint: Checkpoint, *,
+                      name: str | None = None, begin: bool = True) -> Iterator[OpenDocument]:
+        """Open ``path`` in a sandbox and plan its page groups. ``begin``
+        starts (or resumes) ``checkpoint`` for this input, these options and
+        this engine version, discarding work made for others; tasks of a job
+        already begun pass False so that a worker with another engine
+        version never discards its peers' pages. Raises input errors."""
+        with open_sandboxed(path, self.settings.limits, name=name) as source:
+            numbers = parse_page_range(options.pages, source.page_count)
+            groups = plan_groups(len(numbers), options.page_chunk_size, options.chunk_overlap)
+            if begin:
+                checkpoint.begin(options.fingerprint(source.sha256, self._engine_version(options)))
+            yield OpenDocument(source, numbers, groups)
+
+    def run_groups(self, doc: OpenDocument, options: ParseOptions, checkpoint: Checkpoint,
+                   progress: Progress | None = None, control: Callable[[], None] | None = None,
+                   owner: str = "", only: set[int] | None = None) -> int:
+        """Recognize, lay out and checkpoint the document's groups (those in
+        ``only``, or every one not checkpointed yet); returns how many pages
+        were resumed from the checkpoint."""
+        with self._document_run(doc.source, doc.numbers, options, checkpoint, progress or NullProgress(),
+                                control, owner) as run:
+            return run.run(doc.groups, only)
+
+    def assemble(self, doc: OpenDocument, options: ParseOptions, checkpoint: Checkpoint, out_dir: str | Path,
+                 stem: str) -> ParseResult:
+        """Stitch every checkpointed page into ``out_dir/<stem>.<fmt>``."""
+        result = self._assemble_and_export(doc.source, doc.numbers, options, checkpoint, Path(out_dir), stem)
+        if options.ocr != "off":
+            result.workspace_peak = self.admission(options.engine).workspace.peak  # shared by concurrent parses
         return result
 
     def _document_run(

@@ -1,7 +1,13 @@
-"""Everything the service runs on, built once at start-up and closed at
-shutdown: database, store, pipeline (engine), runner, dispatcher, webhook
-sender, metrics and the readiness state. Routes reach it through
-:mod:`longdoc.service.deps`."""
+"""Everything the API process runs on, built once at start-up and closed
+at shutdown: database, store, authentication, the job service, the
+dispatcher, metrics and the readiness state. Routes reach it through
+:mod:`longdoc.service.deps`.
+
+The API side never runs a page. With ``queue.backend: embedded`` the
+container also holds a :class:`~longdoc.worker.runtime.WorkerRuntime`
+(pipeline, job runner, webhook outbox, reconciler) whose threads run the
+jobs in this process; with ``celery`` it only records jobs and sends their
+first task, and ``longdoc worker`` processes do the rest."""
 
 from __future__ import annotations
 
@@ -14,20 +20,24 @@ from pathlib import Path
 
 from longdoc.config import Settings
 from longdoc.engines import check_engine_name
-from longdoc.errors import LongdocError, TooManyAttempts
+from longdoc.errors import LongdocError
 from longdoc.jobs import db
-from longdoc.jobs.dispatch import EmbeddedDispatcher
+from longdoc.jobs.dispatch import Dispatcher, EmbeddedDispatcher
+from longdoc.jobs.lease import worker_id
 from longdoc.jobs.metrics import Metrics
+from longdoc.jobs.models import Job
+from longdoc.jobs.outbox import Outbox
+from longdoc.jobs.reconciler import JobReconciler, Loop
 from longdoc.jobs.repo import JobRepo, KeyRepo
-from longdoc.jobs.runner import JobRunner
 from longdoc.jobs.states import JobState
-from longdoc.jobs.webhooks import WebhookSender
-from longdoc.pipeline import ParseOptions, Pipeline
-from longdoc.service.auth import Authenticator
+from longdoc.jobs.task_repo import TaskRepo
+from longdoc.pipeline import ParseOptions
+from longdoc.service.auth import Authenticator, rate_limit_storage_url
 from longdoc.service.jobs_service import JobService
 from longdoc.storage import keys
 from longdoc.storage.factory import store_from_url
 from longdoc.storage.scratch import ScratchDir
+from longdoc.worker.runtime import WorkerRuntime, announce
 
 log = logging.getLogger("longdoc.service")
 
@@ -52,56 +62,64 @@ class Container:
         sessions = db.session_factory(self.db_engine)
         self.jobs = JobRepo(sessions, retention=timedelta(hours=settings.service.retention_hours))
         self.keys = KeyRepo(sessions)
+        self.tasks = TaskRepo(sessions)
         admin = settings.service.admin_token
         self.auth = Authenticator(self.keys, rate_per_minute=settings.service.rate_limit_per_minute,
                                   failures_per_minute=settings.service.auth_failures_per_minute,
-                                  admin_token=admin.get_secret_value() if admin else None)
+                                  admin_token=admin.get_secret_value() if admin else None,
+                                  storage_url=rate_limit_storage_url(settings))
         self.store = store_from_url(settings.storage.url, settings.storage.s3)
         self.scratch = ScratchDir(settings.service.work_dir)
-        self.pipeline = Pipeline(settings)
-        self.runner = JobRunner(settings, self.jobs, self.store, self.pipeline, self.scratch, self.metrics)
-        self.dispatcher = EmbeddedDispatcher(
-            self.run_job, settings.service.max_concurrency, settings.service.max_queued,
-            on_stop=self.runner.shutting_down.set,
-        )
-        self.webhooks = WebhookSender(record=self._record_delivery, max_attempts=settings.service.webhook_max_attempts,
-                                      allow_private=settings.service.allow_private_callbacks)
+        self.embedded = settings.queue.backend == "embedded"
+        self.runtime: WorkerRuntime | None = None
+        self.dispatcher: Dispatcher
+        if self.embedded:
+            self.runtime = WorkerRuntime(settings, worker_id("embedded"), db_engine=self.db_engine, store=self.store,
+                                         metrics=self.metrics, scratch_root=settings.service.work_dir)
+            self.pipeline = self.runtime.pipeline
+            self.outbox = self.runtime.outbox
+            self.dispatcher = EmbeddedDispatcher(self.run_job, settings.service.max_concurrency,
+                                                 on_stop=self.runtime.runner.shutting_down.set)
+        else:
+            from longdoc.worker.celery_app import make_app
+            from longdoc.worker.dispatch import CeleryDispatcher
+
+            self.celery = make_app(settings)
+            self.outbox = Outbox(sessions, record=lambda *a: None, worker_id=worker_id("api"))  # enqueue only
+            self.dispatcher = CeleryDispatcher(self.celery, self.tasks)
         self.service = JobService(settings, self.jobs, self.store, self.dispatcher, self.scratch,
                                   on_finished=self.notify_finished)
-        self.readiness = Readiness()
+        self.readiness = Readiness(warmed_up=not self.embedded)
         self._stop = threading.Event()
+        self._loops: list[Loop] = []
         self._install_metrics()
 
     # -- lifecycle -------------------------------------------------------------
 
     def start(self) -> None:
-        """Recover interrupted work, start the workers, warm up, retain."""
+        """Start the background work. Embedded: recover interrupted jobs
+        (those of a dead process of this host at once, others when their
+        lease runs out), start the job threads, the outbox, warm up."""
+        interval = self.settings.queue.reconcile_interval_seconds
+        self._loops.append(Loop(self.run_retention, self._retention_interval(), "longdoc-retention").start())
+        if not self.embedded:
+            return
         removed = self.scratch.clear()   # copies left by a killed process
         if removed:
             log.info("work folder cleared", extra={"entries": removed})
-        for job_id in self.jobs.running_ids():   # this process is the only worker: any "running" row is orphaned
-            self._recover(job_id)
+        reconciler = JobReconciler(self.settings, self.jobs, self._submit, self.notify_finished)
+        reconciler.run_once(at_start=True)
         self.dispatcher.start()
         for job_id in self.jobs.queued_ids():
             job = self.jobs.get_any(job_id)
             if job is not None:
-                self.dispatcher.submit(job.id, job.lane, job.priority)
+                self._submit(job)
+        self._loops.append(Loop(reconciler.run_once, interval, "longdoc-reconciler").start())
+        threading.Thread(target=self.outbox.run, args=(self._stop,), name="longdoc-outbox", daemon=True).start()
         threading.Thread(target=self._warm_up, name="longdoc-warmup", daemon=True).start()
-        threading.Thread(target=self._retention_loop, name="longdoc-retention", daemon=True).start()
 
-    def _recover(self, job_id: str) -> None:
-        """Requeue a job whose process died while running it, unless that
-        was its ``service.max_attempts``-th start (then it fails)."""
-        max_attempts = self.settings.service.max_attempts
-        error = TooManyAttempts(f"The service stopped while running this job {max_attempts} time(s).",
-                                attempts=max_attempts).to_dict()
-        job = self.jobs.recover(job_id, max_attempts, error)
-        if job is None:
-            return
-        log.info("job recovered after restart", extra={"job_id": job_id, "state": job.state,
-                                                       "recoveries": job.recoveries})
-        if JobState(job.state).terminal:
-            self.notify_finished(job_id)
+    def _submit(self, job: Job) -> None:
+        self.dispatcher.submit(job.id, job.lane, job.priority)
 
     def begin_shutdown(self) -> None:
         """The first reaction to SIGTERM; only sets flags, so it is safe in a
@@ -110,7 +128,8 @@ class Container:
         next group boundary."""
         self.readiness.shutting_down = True
         self.dispatcher.stop_intake()
-        self.runner.shutting_down.set()
+        if self.runtime is not None:
+            self.runtime.runner.shutting_down.set()
 
     def stop(self, timeout: float = 20.0) -> None:
         """Stop intake, let running jobs checkpoint (they go back to the
@@ -118,21 +137,19 @@ class Container:
         self.readiness.shutting_down = True
         self._stop.set()
         self.dispatcher.stop(timeout)
-        self.webhooks.close(timeout=5)
-        self.pipeline.close()
+        for loop in self._loops:
+            loop.stop()
+        if self.runtime is not None:
+            self.runtime.pipeline.close()
         self.db_engine.dispose()
 
     def run_job(self, job_id: str) -> None:
-        if self.runner.run(job_id) is not None:
-            self.notify_finished(job_id)
+        assert self.runtime is not None
+        self.runtime.runner.run(job_id)   # its finisher announces the end
 
     def notify_finished(self, job_id: str) -> None:
-        """Queue the job's ``job.finished`` webhook when it has a callback_url."""
-        job = self.jobs.get_any(job_id)
-        if job is not None and job.callback_url:
-            key = self.keys.get(job.api_key_id)
-            payload = {"event": "job.finished", "job": self.service.public(job).model_dump(mode="json")}
-            self.webhooks.submit(job.id, job.callback_url, payload, key.webhook_secret if key else "")
+        """Queue the job's ``job.finished`` webhook (when it has a callback_url)."""
+        announce(self.jobs, self.outbox, job_id)
 
     def _warm_up(self) -> None:
         if not self.settings.service.warmup:
@@ -158,13 +175,8 @@ class Container:
             log.info("job expired", extra={"job_id": job.id, "tenant": job.tenant})
         return len(expired)
 
-    def _retention_loop(self) -> None:
-        interval = max(1.0, min(60.0, self.settings.service.retention_hours * 3600 / 10))
-        while not self._stop.wait(interval):
-            try:
-                self.run_retention()
-            except Exception:
-                log.exception("retention pass failed")
+    def _retention_interval(self) -> float:
+        return max(1.0, min(60.0, self.settings.service.retention_hours * 3600 / 10))
 
     # -- readiness and metrics -------------------------------------------------
 
@@ -185,6 +197,9 @@ class Container:
         except Exception as exc:
             checks["storage"] = False
             checks["storage_error"] = type(exc).__name__
+        if not self.embedded:
+            checks["broker"] = checks["engine"] = self.dispatcher.broker_ok()  # type: ignore[attr-defined]
+            return checks
         checks["engine"] = self._engine_ready()
         engine = self.pipeline.engines().get(self.settings.inference.engine)
         if engine is not None and self.readiness.warmed_up:
@@ -206,13 +221,43 @@ class Container:
 
     def _install_metrics(self) -> None:
         m = self.metrics
+        m.mirror("longdoc_jobs", "Jobs by state", "state",
+                 lambda: {s.value: float(self.jobs.counts_by_state().get(s.value, 0)) for s in JobState})
+        m.mirror("longdoc_queue_depth", "Queued jobs per lane (and running), from the database", "lane",
+                 self._queue_depth)
+        m.mirror("longdoc_webhooks_pending", "Webhook deliveries waiting in the outbox, and the age in seconds "
+                 "of the oldest", "figure", lambda: {"pending": float(self.outbox.pending_count()),
+                                                     "oldest_age_seconds": self.outbox.oldest_pending_age_seconds()})
+        self._install_fleet_metrics()
+        if self.embedded:
+            self._install_engine_metrics()
+
+    def _queue_depth(self) -> dict[str, float]:
+        depth = {k: float(v) for k, v in self.jobs.queue_depth_by_lane().items()}
+        depth["running"] = float(self.jobs.counts_by_state().get(JobState.RUNNING.value, 0))
+        return depth
+
+    def _install_fleet_metrics(self) -> None:
+        """Per queue of the fleet (what an autoscaler reads), from the task records."""
+        m = self.metrics
+        for name, attr, doc in (
+            ("longdoc_task_queue_depth", "depth", "Tasks queued per queue (scale workers on this)"),
+            ("longdoc_task_oldest_age_seconds", "oldest_age_s", "Age of the oldest queued task per queue"),
+            ("longdoc_tasks_in_flight", "in_flight", "Tasks running per queue"),
+            ("longdoc_tasks_retried", "retried", "Tasks started more than once (retries, taken-back leases) "
+             "per queue, among tasks on record"),
+            ("longdoc_tasks_failed", "failed", "Tasks that failed per queue, among tasks on record"),
+        ):
+            m.mirror(name, doc, "queue",
+                     lambda attr=attr: {q: float(getattr(f, attr)) for q, f in self.tasks.figures().items()})
+        m.mirror("longdoc_worker_tasks_running", "Tasks running per worker process", "worker",
+                 lambda: {w: float(n) for w, n in self.tasks.running_by_worker().items()})
+
+    def _install_engine_metrics(self) -> None:
+        m = self.metrics
         default = self.settings.inference.engine
         m.workspace_bytes.set_function(lambda: self.pipeline.admission(default).workspace.in_use)
         m.workspace_limit_bytes.set_function(lambda: self.pipeline.admission(default).workspace.limit)
-        m.mirror("longdoc_jobs", "Jobs by state", "state",
-                 lambda: {s.value: float(self.jobs.counts_by_state().get(s.value, 0)) for s in JobState})
-        m.mirror("longdoc_queue_depth", "Queued jobs per lane (and running)", "lane",
-                 lambda: {k: float(v) for k, v in self.dispatcher.depth().items()})
         admissions = self.pipeline.admissions
         m.mirror("longdoc_engine_workspace", "Workspace in use per engine, in its unit (bytes for page engines, "
                  "estimated KV tokens for model engines)", "engine",
@@ -223,6 +268,7 @@ class Container:
                  lambda: {n: float(a.in_flight) for n, a in admissions().items()})
         m.mirror("longdoc_engine_groups_waiting", "Page groups waiting for room under the watermark", "engine",
                  lambda: {n: float(a.waiting) for n, a in admissions().items()})
+
         def kv(field: str) -> dict[str, float]:
             return {n: float(getattr(e.kv_figures(), field)) for n, e in self.pipeline.engines().items()
                     if hasattr(e, "kv_figures")}
@@ -238,11 +284,3 @@ class Container:
         m.mirror("longdoc_model_requests_in_flight", "Requests in flight to a model server, per engine", "engine",
                  lambda: {n: float(e.requests_in_flight) for n, e in self.pipeline.engines().items()
                           if hasattr(e, "requests_in_flight")})
-
-    def _record_delivery(self, job_id: str, url: str, attempt: int, status: int | None,
-                         error: str | None, duration_ms: int) -> None:
-        self.jobs.record_delivery(job_id=job_id, url=url, attempt=attempt, status_code=status,
-                                  error=error, duration_ms=duration_ms)
-        ok = status is not None and 200 <= status < 300
-        self.metrics.webhook_attempts.labels("delivered" if ok else "failed").inc()
-        log.info("webhook attempt", extra={"job_id": job_id, "attempt": attempt, "status": status, "error": error})

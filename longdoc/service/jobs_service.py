@@ -24,21 +24,23 @@ from longdoc.errors import (
     JobNotFound,
     PageNotFound,
     PageNotReady,
+    QueueFull,
     QuotaExceeded,
+    ShuttingDown,
     TooManyPages,
     UploadTooLarge,
 )
 from longdoc.engines import check_engine_name
 from longdoc.ingest import parse_page_range
 from longdoc.ingest.sandbox import open_sandboxed
-from longdoc.jobs.dispatch import EmbeddedDispatcher
+from longdoc.jobs.dispatch import Dispatcher
 from longdoc.jobs.models import ApiKey, Job
 from longdoc.jobs.repo import JobRepo, hash_options
 from longdoc.jobs.states import JobState
 from longdoc.jobs.webhooks import check_target
 from longdoc.model import Page
 from longdoc.pipeline import ParseOptions
-from longdoc.service.schemas import JobLinks, JobOptions, JobPublic
+from longdoc.service.schemas import JobOptions, JobPublic, job_public
 from longdoc.storage import keys
 from longdoc.storage.base import ObjectStore
 from longdoc.storage.checkpoint import StoreCheckpoint
@@ -57,7 +59,7 @@ class Submitted:
 
 
 class JobService:
-    def __init__(self, settings: Settings, repo: JobRepo, store: ObjectStore, dispatcher: EmbeddedDispatcher,
+    def __init__(self, settings: Settings, repo: JobRepo, store: ObjectStore, dispatcher: Dispatcher,
                  scratch: ScratchDir, on_finished: Callable[[str], None] | None = None) -> None:
         """``on_finished(job_id)`` is called when this service itself ends a
         job (a queued job cancelled before it ran); the runner announces the rest."""
@@ -97,7 +99,7 @@ class JobService:
         check_engine_name(parse_opts.engine)
         if options.callback_url:
             check_target(options.callback_url, allow_private=self.settings.service.allow_private_callbacks)
-        self.dispatcher.check_room()
+        self.check_room()
         name = safe_name(filename)
         with self.scratch.upload() as tmp:
             path = tmp / "upload"
@@ -141,12 +143,20 @@ class JobService:
                                         fields["options_hash"])
         if found is not None:
             return found, True
-        self.dispatcher.check_room()
         self._check_quota(fields["tenant"], fields["size_bytes"])
-        job, reused = self.repo.create(**fields)
+        job, reused = self.repo.create(**fields, max_queued=self.settings.service.max_queued)
         if reused is None:
             self.dispatcher.submit(job.id, job.lane, job.priority)
         return job, reused is not None
+
+    def check_room(self) -> None:
+        """Raise ShuttingDown (503) or QueueFull (429) when a new job cannot
+        be accepted now. A cheap early answer before an upload is spooled;
+        the exact bound is kept when the job row is created."""
+        if not self.dispatcher.accepting:
+            raise ShuttingDown("The server is shutting down and accepts no new jobs.")
+        if self.repo.queued_count() >= self.settings.service.max_queued:
+            raise QueueFull(f"The queue holds {self.settings.service.max_queued} jobs already.", retry_after=30)
 
     def _check_quota(self, tenant: str, upload_bytes: int) -> None:
         quota_mb = self.settings.limits.tenant_storage_mb
@@ -191,18 +201,8 @@ class JobService:
         return job
 
     def public(self, job: Job) -> JobPublic:
-        base = f"/v1/jobs/{job.id}"
         position = self.repo.queue_position(job) if job.state == JobState.QUEUED.value else None
-        return JobPublic(
-            id=job.id, state=job.state, created_at=job.created_at, started_at=job.started_at,
-            finished_at=job.finished_at, expires_at=job.expires_at, filename=job.filename,
-            media_type=job.media_type, size_bytes=job.size_bytes, pages_total=job.pages_total,
-            pages_done=job.pages_done or 0, failed_pages=list(job.failed_pages or []), queue_position=position,
-            priority=job.priority, lane=job.lane, options=dict(job.options or {}), engine=job.engine,
-            engine_version=job.engine_version, timings=dict(job.timings or {}), peak_rss_bytes=job.peak_rss_bytes,
-            attempts=job.attempts or 0, cancel_requested=bool(job.cancel_requested), error=job.error,
-            links=JobLinks(self=base, events=f"{base}/events", result=f"{base}/result", pages=f"{base}/pages"),
-        )
+        return job_public(job, position)
 
     def list(self, key: ApiKey, state: str | None, limit: int, cursor: str | None) -> tuple[list[JobPublic], str | None]:
         jobs, nxt = self.repo.list(key.tenant, state=state, limit=limit, cursor=cursor)

@@ -102,3 +102,18 @@ class KeyCreated(KeyPublic):
 class Readiness(BaseModel):
     ready: bool
     checks: dict[str, bool | str]
+
+
+def job_public(job: Any, queue_position: int | None = None) -> JobPublic:
+    """The client's view of a job record (``queue_position`` for a queued one)."""
+    base = f"/v1/jobs/{job.id}"
+    return JobPublic(
+        id=job.id, state=job.state, created_at=job.created_at, started_at=job.started_at,
+        finished_at=job.finished_at, expires_at=job.expires_at, filename=job.filename,
+        media_type=job.media_type, size_bytes=job.size_bytes, pages_total=job.pages_total,
+        pages_done=job.pages_done or 0, failed_pages=list(job.failed_pages or []), queue_position=queue_position,
+        priority=job.priority, lane=job.lane, options=dict(job.options or {}), engine=job.engine,
+        engine_version=job.engine_version, timings=dict(job.timings or {}), peak_rss_bytes=job.peak_rss_bytes,
+        attempts=job.attempts or 0, cancel_requested=bool(job.cancel_requested), error=job.error,
+        links=JobLinks(self=base, events=f"{base}/events", result=f"{base}/result", pages=f"{base}/pages"),
+    )

@@ -56,6 +56,13 @@ class ScratchDir:
         with self._folder(f"job-{check_job_id(job_id)}") as path:
             yield path
 
+    @contextmanager
+    def task(self, job_id: str) -> Iterator[Path]:
+        """A fresh folder for one fleet task of the job (tasks of one job may
+        run side by side in processes sharing this root), removed afterwards."""
+        with self._folder(f"task-{check_job_id(job_id)}-{uuid.uuid4().hex[:12]}") as path:
+            yield path
+
     def remove_job(self, job_id: str) -> None:
         """Remove what a job left here (a deleted job's copy)."""
         _remove(self.root / f"job-{check_job_id(job_id)}")

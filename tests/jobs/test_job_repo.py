@@ -211,14 +211,14 @@ def test_start_sets_running_fields_and_only_from_queued(jobs):
 
 def test_progress_records_pages_and_overwrites_a_page_reported_again(jobs):
     job, _ = submit(jobs)
-    assert jobs.progress(job.id, 1, [{"page": 1, "status": "ok"}]) is False  # not running yet
+    assert jobs.progress(job.id, [{"page": 1, "status": "ok"}]) is False  # not running yet
     jobs.start(job.id, "w1")
     jobs.set_total(job.id, 3)
-    assert jobs.progress(job.id, 2, [
+    assert jobs.progress(job.id, [
         {"page": 1, "status": "ok", "text_source": "ocr", "seconds": 0.5},
         {"page": 2, "status": "failed", "error": {"code": "engine_failed"}},
     ])
-    assert jobs.progress(job.id, 2, [{"page": 2, "status": "ok", "text_source": "text_layer", "seconds": 0.1}])
+    assert jobs.progress(job.id, [{"page": 2, "status": "ok", "text_source": "text_layer", "seconds": 0.1}])
     stored = jobs.get_any(job.id)
     assert (stored.pages_done, stored.pages_total) == (2, 3)
     pages = jobs.pages(job.id)
@@ -231,7 +231,7 @@ def test_progress_refuses_malformed_page_rows(jobs, row):
     job, _ = submit(jobs)
     jobs.start(job.id, "w1")
     with pytest.raises((ValueError, TypeError)):
-        jobs.progress(job.id, 1, [row])
+        jobs.progress(job.id, [row])
     assert jobs.pages(job.id) == []
 
 
@@ -355,7 +355,7 @@ def test_delete_removes_the_job_its_pages_and_deliveries(jobs):
     job, _ = submit(jobs)
     other, _ = submit(jobs, sha="b")
     jobs.start(job.id, "w1")
-    jobs.progress(job.id, 1, [{"page": 1, "status": "ok"}])
+    jobs.progress(job.id, [{"page": 1, "status": "ok"}])
     jobs.finish(job.id, JobState.SUCCEEDED)
     jobs.record_delivery(job_id=job.id, url="https://example.com/h", attempt=1, status_code=500, duration_ms=12)
     assert jobs.delete(job.id) is True

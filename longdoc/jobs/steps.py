@@ -1,0 +1,260 @@
+"""A job on the fleet, one task at a time: ingest, page groups, assemble.
+
+The same pipeline as one process runs (:mod:`longdoc.pipeline.run`), cut
+at its stage boundaries so page groups spread over many workers::
+
+    ingest (cpu) ──► group:000000 ┐
+                     group:000001 ├ (engine; in order, one at a time, for
+                     …            ┘  engines that carry state between groups)
+                                  ──► assemble (cpu) ──► webhook outbox
+
+Documents up to ``service.short_doc_pages`` send every task to the
+``short`` queue instead, so they never wait behind long ones.
+
+:meth:`FleetSteps.run` is what a worker calls with a message's
+``(job_id, name)``. It starts the task only if its row is queued (a message
+delivered twice runs once), holds the task's lease with a heartbeat, and
+stops when the lease is lost, the job is cancelled or past its time.
+Results go to the job's checkpoint in the object store, page by page and
+keyed by page number, so a group run twice writes the same objects again
+and never duplicates a page. What comes next is decided from the database
+and the checkpoint alone (:meth:`FleetSteps.schedule`), which is also what
+the reconciler calls for a job whose tasks were lost.
+
+Faults: a transient one (database, store or broker unreachable) puts the
+task back in the queue to be sent again after a backoff, up to
+``queue.task_retries`` times; the job's own failures (a corrupt file, a
+cancel, a timeout) end the job as one process would.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from longdoc.config import Settings
+from longdoc.errors import (
+    BrokerUnavailable,
+    DatabaseUnavailable,
+    JobCancelled,
+    JobTimedOut,
+    LeaseLost,
+    StorageError,
+)
+from longdoc.jobs.lease import Heartbeat
+from longdoc.jobs.models import Job
+from longdoc.jobs.repo import JobRepo
+from longdoc.jobs.runner import JobFinisher, JobProgress, PeakRss, fetch_original, job_options
+from longdoc.jobs.states import IllegalTransition, JobState
+from longdoc.jobs.task_repo import ASSEMBLE, DONE, INGEST, QUEUED, RUNNING, Lease, TaskRepo, group_index, group_task
+from longdoc.pipeline import Pipeline
+from longdoc.plan import plan_groups
+from longdoc.storage import keys
+from longdoc.storage.base import ObjectStore
+from longdoc.storage.checkpoint import StoreCheckpoint
+from longdoc.storage.scratch import ScratchDir
+
+log = logging.getLogger("longdoc.jobs")
+
+#: ``send(job_id, task name, queue, countdown_s)``: put a task's message on the broker
+Send = Callable[[str, str, str, float], None]
+TRANSIENT = (DatabaseUnavailable, StorageError, BrokerUnavailable)
+
+
+def queue_for(job: Job, name: str) -> str:
+    """The queue a task of ``job`` goes to."""
+    if job.lane == "short":
+        return "short"
+    return "engine" if group_index(name) is not None else "cpu"
+
+
+class FleetSteps:
+    def __init__(self, settings: Settings, repo: JobRepo, tasks: TaskRepo, store: ObjectStore, pipeline: Pipeline,
+                 scratch: ScratchDir, finisher: JobFinisher, send: Send, worker_id: str) -> None:
+        self.settings, self.repo, self.tasks, self.store = settings, repo, tasks, store
+        self.pipeline, self.scratch, self.finisher = pipeline, scratch, finisher
+        self.send, self.worker_id = send, worker_id
+
+    # -- one task -------------------------------------------------------------------
+
+    def run(self, job_id: str, name: str) -> str:
+        """Run the task ``name`` of ``job_id`` if it is queued; returns what
+        happened (``done``, ``skipped``, ``retry``, ``failed``, ``lost``)."""
+        lease = self.tasks.start(job_id, name, self.worker_id)
+        if lease is None:
+            return "skipped"
+        job = self.repo.continue_running(job_id, self.worker_id) if name == INGEST else self.repo.get_any(job_id)
+        if job is None or job.state != JobState.RUNNING.value:
+            self.tasks.finish(lease)
+            return "skipped"
+        rss = PeakRss()
+        beat = Heartbeat(lambda: self._beat(lease), self.settings.queue.lease_seconds / 3)
+        try:
+            with beat:
+                self._step(job, name, lambda: self._control(job, beat, rss), rss)
+        except LeaseLost:
+            log.warning("task lease lost; another worker runs it", extra={"job_id": job_id, "task": name})
+            return "lost"
+        except TRANSIENT as exc:
+            return self._transient(job, lease, exc)
+        except BaseException as exc:  # the job's own end: cancelled, bad input, timeout, a crash
+            if not isinstance(exc, Exception):
+                raise
+            return self._job_failed(job, lease, exc, rss)
+        if not self.tasks.finish(lease):
+            return "lost"
+        self.schedule(self.repo.get_any(job_id))
+        return "done"
+
+    def _step(self, job: Job, name: str, control: Callable[[], None], rss: PeakRss) -> None:
+        index = group_index(name)
+        if name == INGEST:
+            self._ingest(job, control)
+        elif index is not None:
+            self._group(job, index, control)
+        elif name == ASSEMBLE:
+            self._assemble(job, control, rss)
+        else:
+            raise ValueError(f"unknown task {name!r}")
+
+    def _beat(self, lease: Lease) -> bool:
+        ok = self.tasks.heartbeat(lease)
+        if ok:
+            self.repo.heartbeat(lease.job_id)
+        return ok
+
+    def _control(self, job: Job, beat: Heartbeat, rss: PeakRss) -> None:
+        rss.sample()
+        if beat.lost.is_set():
+            raise LeaseLost("The task's lease was taken back by another worker.")
+        if self.repo.is_cancel_requested(job.id):
+            raise JobCancelled("The job was cancelled.")
+        if _seconds_since(job.started_at) > self.settings.service.timeout_seconds:
+            raise JobTimedOut(f"The job ran past its {self.settings.service.timeout_seconds} s limit.")
+
+    # -- the three kinds of task ---------------------------------------------------------
+
+    def _ingest(self, job: Job, control: Callable[[], None]) -> None:
+        """Open the document, plan its groups, begin its checkpoint."""
+        control()
+        options = job_options(job)
+        with self.scratch.task(job.id) as tmp:
+            original = fetch_original(self.store, job, tmp / "original")
+            with self.pipeline.open_document(original, options, self._checkpoint(job), name=job.filename) as doc:
+                self.repo.set_total(job.id, len(doc.numbers))
+
+    def _group(self, job: Job, index: int, control: Callable[[], None]) -> None:
+        """Recognize, lay out and checkpoint one page group."""
+        control()
+        options = job_options(job)
+        checkpoint = self._checkpoint(job)
+        progress = JobProgress(self.repo, job.id, self.finisher.metrics)
+        with self.scratch.task(job.id) as tmp:
+            original = fetch_original(self.store, job, tmp / "original")
+            with self.pipeline.open_document(original, options, checkpoint, name=job.filename, begin=False) as doc:
+                self.pipeline.run_groups(doc, options, checkpoint, progress, control, job.tenant, only={index})
+
+    def _assemble(self, job: Job, control: Callable[[], None], rss: PeakRss) -> None:
+        """Stitch the checkpointed pages, store the exports, end the job."""
+        control()
+        options = job_options(job)
+        with self.scratch.task(job.id) as tmp:
+            original = fetch_original(self.store, job, tmp / "original")
+            with self.pipeline.open_document(original, options, self._checkpoint(job), name=job.filename,
+                                             begin=False) as doc:
+                result = self.pipeline.assemble(doc, options, self._checkpoint(job), tmp / "out", "result")
+            rss.sample()
+            try:
+                self.finisher.parsed(job, options, result, self.pipeline, _seconds_since(job.started_at), rss.peak,
+                                     {})
+            except IllegalTransition:  # assembled twice (a redelivered message): the first one ended it
+                log.info("job already finished", extra={"job_id": job.id})
+
+    def _checkpoint(self, job: Job) -> StoreCheckpoint:
+        return StoreCheckpoint(self.store, keys.checkpoint_prefix(job.tenant, job.id))
+
+    # -- what comes next ------------------------------------------------------------------
+
+    def schedule(self, job: Job | None) -> list[str]:
+        """Queue and send what ``job`` needs next, judged from its task rows
+        and checkpoint: its ingest; then its page groups (all at once, or
+        the next one only for engines whose groups run in order); then its
+        assembly. Returns the task names sent. Safe to call at any time, by
+        any number of processes."""
+        if job is None or job.state not in (JobState.QUEUED.value, JobState.RUNNING.value):
+            return []
+        rows = {t.name: t.state for t in self.tasks.of_job(job.id)}
+        if rows.get(INGEST) != DONE:
+            wanted = [INGEST]
+        else:
+            wanted = self._next_tasks(job, rows)
+        added = self.tasks.add(job.id, [(n, queue_for(job, n)) for n in wanted])
+        for name, queue in added:
+            self.send_task(job.id, name, queue)
+        return [n for n, _ in added]
+
+    def _next_tasks(self, job: Job, rows: dict[str, str]) -> list[str]:
+        options = job_options(job)
+        groups = plan_groups(job.pages_total or 0, options.page_chunk_size, options.chunk_overlap)
+        names = [group_task(g.index) for g in groups]
+        if all(rows.get(n) == DONE for n in names):
+            return [ASSEMBLE]
+        if not self._in_order(options.engine, options.ocr):
+            return [n for n in names if n not in rows]
+        if any(rows.get(n) in (QUEUED, RUNNING) for n in names):
+            return []
+        return [next(n for n in names if n not in rows)]
+
+    def _in_order(self, engine: str, ocr: str) -> bool:
+        if ocr == "off":
+            return False
+        return self.pipeline.engine_capabilities(engine).sequential_groups
+
+    def send_task(self, job_id: str, name: str, queue: str, countdown_s: float = 0.0) -> None:
+        try:
+            self.send(job_id, name, queue, countdown_s)
+        except Exception as exc:  # the row is queued: the reconciler sends it again
+            log.warning("could not send a task; the reconciler will", extra={
+                "job_id": job_id, "task": name, "error": type(exc).__name__})
+
+    # -- ends ---------------------------------------------------------------------------------
+
+    def _transient(self, job: Job, lease: Lease, exc: BaseException) -> str:
+        error = exc.to_dict() if hasattr(exc, "to_dict") else {"code": type(exc).__name__}
+        if lease.attempt > self.settings.queue.task_retries:
+            return self._job_failed(job, lease, exc, None)
+        try:
+            released = self.tasks.release(lease, error)
+        except DatabaseUnavailable:
+            return "retry"  # the lease runs out; the reconciler queues it again
+        if released:
+            delay_s = min(300.0, 2.0 ** lease.attempt)
+            log.warning("task hit a transient fault; retrying", extra={
+                "job_id": job.id, "task": lease.name, "error": error.get("code"), "delay_s": delay_s})
+            self.send_task(job.id, lease.name, queue_for(job, lease.name), delay_s)
+        return "retry"
+
+    def _job_failed(self, job: Job, lease: Lease, exc: BaseException, rss: PeakRss | None) -> str:
+        if not isinstance(exc, JobCancelled):
+            log.error("task ended its job", extra={"job_id": job.id, "task": lease.name,
+                                                   "error": type(exc).__name__}, exc_info=exc)
+        fresh = self.repo.get_any(job.id) or job
+        if fresh.state == JobState.RUNNING.value:
+            try:
+                self.finisher.stopped(fresh, exc, _seconds_since(fresh.started_at), rss.peak if rss else 0)
+            except IllegalTransition:
+                pass
+        error = exc.to_dict() if hasattr(exc, "to_dict") else {"code": "internal_error"}
+        self.tasks.finish(lease, failed=not isinstance(exc, JobCancelled), error=error)
+        self.tasks.fail_open(job.id, error)
+        return "failed"
+
+
+def _seconds_since(moment: datetime | None) -> float:
+    if moment is None:
+        return 0.0
+    return max(0.0, (datetime.now(UTC) - moment).total_seconds())
+
+
+

@@ -1,0 +1,235 @@
+"""The fleet's task records (``job_tasks``): the only code that reads and
+writes them.
+
+A job on the Celery fleet is a few tasks, each a row keyed by (job id,
+name) and named for what it does::
+
+    ingest            open the document, plan its page groups, queue them
+    group:000003      recognize, lay out and checkpoint page group 3
+    assemble          stitch the checkpointed pages, write the exports
+
+The broker only carries ``(job_id, name)``; the row says what is true::
+
+    queued ──start──► running ──finish──► done | failed
+      ▲                  │
+      └── release / take back (transient fault; stale heartbeat)
+
+Every move is a compare-and-set, so a message delivered twice (broker
+redelivery, a reconciler's resend) starts the task once: the second start
+finds it running or done. A run holds a random ``lease`` token; its
+heartbeat, finish and release name it, and fail (False) once the
+reconciler took the task back, so a worker that lost its lease can never
+overwrite the run that replaced it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import and_, case, func, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from longdoc.jobs.models import Job, JobTask
+from longdoc.jobs.states import JobState
+from longdoc.jobs.repo import _Repo
+
+INGEST = "ingest"
+ASSEMBLE = "assemble"
+QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+QUEUES = ("cpu", "engine", "short")
+
+
+def group_task(index: int) -> str:
+    """The task name of page group ``index`` (0-based)."""
+    return f"group:{index:06d}"
+
+
+def group_index(name: str) -> int | None:
+    """The group index a task name names, None for ingest/assemble."""
+    prefix, _, rest = name.partition(":")
+    return int(rest) if prefix == "group" and rest.isdigit() else None
+
+
+@dataclass(frozen=True)
+class Lease:
+    """One run of one task."""
+
+    job_id: str
+    name: str
+    token: str
+    attempt: int
+
+
+@dataclass(frozen=True)
+class QueueFigures:
+    """What an autoscaler reads per queue."""
+
+    depth: int = 0
+    oldest_age_s: float = 0.0
+    in_flight: int = 0
+    retried: int = 0
+    failed: int = 0
+
+
+class TaskRepo(_Repo):
+    # -- queueing --------------------------------------------------------------
+
+    def add(self, job_id: str, tasks: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Queue ``(name, queue)`` tasks of ``job_id`` that have no row yet;
+        returns those it inserted (the caller sends them). Safe to call twice."""
+        if not tasks:
+            return []
+        now = self._now()
+        with self._tx() as s:
+            existing = set(s.scalars(select(JobTask.name).where(JobTask.job_id == job_id,
+                                                                JobTask.name.in_([n for n, _ in tasks]))))
+            fresh = [(n, q) for n, q in tasks if n not in existing]
+            if fresh:
+                rows = [dict(job_id=job_id, name=n, queue=q, state=QUEUED, attempts=0, enqueued_at=now)
+                        for n, q in fresh]
+                s.execute(_insert_ignore(s, rows))
+        return fresh
+
+    def touch(self, job_id: str, name: str) -> bool:
+        """Mark a queued task as sent again now (the reconciler's resend)."""
+        with self._tx() as s:
+            return _changed(s, update(JobTask).where(JobTask.job_id == job_id, JobTask.name == name,
+                                                     JobTask.state == QUEUED).values(enqueued_at=self._now()))
+
+    # -- a run ----------------------------------------------------------------------
+
+    def start(self, job_id: str, name: str, worker_id: str) -> Lease | None:
+        """queued → running under a new lease; None when the task is not
+        queued (running elsewhere, done, failed, or no such task)."""
+        token = secrets.token_hex(16)
+        now = self._now()
+        with self._tx() as s:
+            ok = _changed(s, update(JobTask).where(JobTask.job_id == job_id, JobTask.name == name,
+                                                   JobTask.state == QUEUED).values(
+                state=RUNNING, lease=token, worker_id=worker_id, attempts=JobTask.attempts + 1,
+                started_at=now, heartbeat_at=now))
+            if not ok:
+                return None
+            attempt = s.scalar(select(JobTask.attempts).where(JobTask.job_id == job_id, JobTask.name == name))
+        return Lease(job_id, name, token, int(attempt or 1))
+
+    def heartbeat(self, lease: Lease) -> bool:
+        """Refresh the lease; False once it was taken back."""
+        return self._held(lease, heartbeat_at=self._now())
+
+    def finish(self, lease: Lease, *, failed: bool = False, error: dict[str, Any] | None = None) -> bool:
+        """running → done (or failed) if ``lease`` still holds the task."""
+        return self._held(lease, state=FAILED if failed else DONE, error=error, finished_at=self._now(),
+                          lease=None)
+
+    def release(self, lease: Lease, error: dict[str, Any] | None = None) -> bool:
+        """running → queued after a transient fault (the caller sends it again)."""
+        return self._held(lease, state=QUEUED, error=error, lease=None, worker_id=None,
+                          enqueued_at=self._now())
+
+    def _held(self, lease: Lease, **values: Any) -> bool:
+        with self._tx() as s:
+            return _changed(s, update(JobTask).where(
+                JobTask.job_id == lease.job_id, JobTask.name == lease.name, JobTask.state == RUNNING,
+                JobTask.lease == lease.token).values(**values))
+
+    # -- the reconciler ---------------------------------------------------------------
+
+    def stale(self, older_than: timedelta) -> list[JobTask]:
+        """Running tasks whose heartbeat is older than ``older_than``."""
+        cutoff = self._now() - older_than
+        with self._tx() as s:
+            return list(s.scalars(select(JobTask).where(JobTask.state == RUNNING, JobTask.heartbeat_at < cutoff)
+                                  .order_by(JobTask.heartbeat_at)))
+
+    def take_back(self, task: JobTask) -> bool:
+        """A stale running task → queued, if its lease is still the one seen."""
+        with self._tx() as s:
+            return _changed(s, update(JobTask).where(
+                JobTask.job_id == task.job_id, JobTask.name == task.name, JobTask.state == RUNNING,
+                JobTask.lease == task.lease).values(state=QUEUED, lease=None, worker_id=None,
+                                                    enqueued_at=self._now()))
+
+    def unstarted(self, older_than: timedelta) -> list[JobTask]:
+        """Queued tasks sent more than ``older_than`` ago and not started."""
+        cutoff = self._now() - older_than
+        with self._tx() as s:
+            return list(s.scalars(select(JobTask).where(JobTask.state == QUEUED, JobTask.enqueued_at < cutoff)
+                                  .order_by(JobTask.enqueued_at)))
+
+    def fail_open(self, job_id: str, error: dict[str, Any]) -> int:
+        """Every queued or running task of ``job_id`` → failed (the job ended)."""
+        with self._tx() as s:
+            result = s.execute(update(JobTask).where(JobTask.job_id == job_id, JobTask.state.in_((QUEUED, RUNNING)))
+                               .values(state=FAILED, error=error, lease=None, finished_at=self._now())
+                               .execution_options(synchronize_session=False))
+            return int(result.rowcount or 0)
+
+    def jobs_without_open_tasks(self, grace: timedelta) -> list[Job]:
+        """Queued or running jobs with no queued or running task, quiet for
+        longer than ``grace`` (queued that long, or no heartbeat for that long)."""
+        cutoff = self._now() - grace
+        open_task = select(JobTask.job_id).where(JobTask.job_id == Job.id, JobTask.state.in_((QUEUED, RUNNING)))
+        quiet = or_(and_(Job.state == JobState.QUEUED.value, Job.queued_at < cutoff),
+                    and_(Job.state == JobState.RUNNING.value,
+                         or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < cutoff)))
+        with self._tx() as s:
+            return list(s.scalars(select(Job).where(quiet, ~open_task.exists()).order_by(Job.queued_at).limit(500)))
+
+    # -- reading ----------------------------------------------------------------------
+
+    def of_job(self, job_id: str) -> list[JobTask]:
+        with self._tx() as s:
+            return list(s.scalars(select(JobTask).where(JobTask.job_id == job_id).order_by(JobTask.name)))
+
+    def open_count(self, job_id: str) -> int:
+        """Tasks of ``job_id`` still queued or running."""
+        with self._tx() as s:
+            return int(s.scalar(select(func.count()).select_from(JobTask).where(
+                JobTask.job_id == job_id, JobTask.state.in_((QUEUED, RUNNING)))) or 0)
+
+    def figures(self) -> dict[str, QueueFigures]:
+        """Per queue: queued tasks, age of the oldest, running ones, tasks
+        started more than once, failed ones. Every queue present."""
+        now = self._now()
+        with self._tx() as s:
+            rows = s.execute(select(
+                JobTask.queue, func.sum(_when(JobTask.state == QUEUED)), func.sum(_when(JobTask.state == RUNNING)),
+                func.sum(_when(JobTask.attempts > 1)), func.sum(_when(JobTask.state == FAILED)),
+            ).group_by(JobTask.queue)).all()
+            oldest = dict(s.execute(select(JobTask.queue, func.min(JobTask.enqueued_at))
+                                    .where(JobTask.state == QUEUED).group_by(JobTask.queue)).all())
+        out = {q: QueueFigures() for q in QUEUES}
+        for queue, depth, running, retried, failed in rows:
+            first = oldest.get(queue)
+            age = max(0.0, (now - first).total_seconds()) if first is not None else 0.0
+            out[queue] = QueueFigures(int(depth or 0), age, int(running or 0), int(retried or 0), int(failed or 0))
+        return out
+
+    def running_by_worker(self) -> dict[str, int]:
+        """Running tasks per worker id."""
+        with self._tx() as s:
+            rows = s.execute(select(JobTask.worker_id, func.count()).where(JobTask.state == RUNNING)
+                             .group_by(JobTask.worker_id)).all()
+        return {w or "unknown": int(n) for w, n in rows}
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+
+def _changed(s: Session, statement: Any) -> bool:
+    return s.execute(statement.execution_options(synchronize_session=False)).rowcount == 1
+
+
+def _insert_ignore(s: Session, rows: list[dict[str, Any]]) -> Any:
+    insert = pg_insert if s.get_bind().dialect.name == "postgresql" else sqlite_insert
+    return insert(JobTask).values(rows).on_conflict_do_nothing(index_elements=["job_id", "name"])
+
+
+def _when(condition: Any) -> Any:
+    return case((condition, 1), else_=0)

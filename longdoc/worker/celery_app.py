@@ -1,0 +1,160 @@
+"""The Celery side of the fleet: one app per process, two task types, and
+the per-process runtime of worker processes.
+
+Messages carry ids only::
+
+    longdoc.run_task(job_id, name)      one task of a job (ingest, group:N, assemble)
+    longdoc.deliver_webhooks()          one pass of the webhook outbox
+
+Queues: ``cpu`` (ingest, assemble), ``engine`` (page groups), ``short``
+(every task of a short document). Delivery is at least once and the
+database decides what runs (see :mod:`longdoc.jobs.steps`): late
+acknowledgement (a message is acknowledged after its task ran, so a worker
+killed mid-task leaves it to be delivered again), a worker that dies takes
+its message back to the queue (``task_reject_on_worker_lost``), one
+message prefetched per process, a hard time limit per task, and workers
+reconnect to a restarted broker forever.
+
+Each worker process (Celery's prefork children) builds its own
+:class:`~longdoc.worker.runtime.WorkerRuntime` after the fork, with a
+scratch folder of its own, and runs the reconciler and the outbox on two
+background threads; the parent process holds no connection and no thread,
+so forking a fresh child (``queue.max_tasks_per_child``) is safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from celery import Celery, signals
+from kombu import Queue
+
+from longdoc.config import Settings
+from longdoc.errors import BrokerUnavailable
+from longdoc.jobs.lease import worker_id
+from longdoc.jobs.reconciler import Loop, TaskReconciler
+from longdoc.jobs.steps import Send
+from longdoc.jobs.task_repo import QUEUES
+
+log = logging.getLogger("longdoc.worker")
+
+RUN_TASK = "longdoc.run_task"
+DELIVER_WEBHOOKS = "longdoc.deliver_webhooks"
+
+#: this process's settings and runtime (worker processes only)
+_state: dict[str, Any] = {}
+
+
+def make_app(settings: Settings) -> Celery:
+    """The Celery app for ``settings.queue`` (sending and working)."""
+    q = settings.queue
+    app = Celery("longdoc", broker=q.broker_url, set_as_current=False)
+    app.conf.update(
+        task_queues=[Queue(name) for name in QUEUES],
+        task_default_queue="cpu",
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        task_acks_on_failure_or_timeout=True,
+        worker_prefetch_multiplier=1,
+        task_time_limit=q.task_time_limit_seconds,
+        task_ignore_result=True,
+        result_backend=None,
+        worker_max_tasks_per_child=q.max_tasks_per_child,
+        broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,
+        broker_transport_options={"visibility_timeout": max(3600, q.task_time_limit_seconds * 2)},
+        worker_hijack_root_logger=False,
+        worker_send_task_events=False,
+        task_send_sent_event=False,
+        enable_utc=True,
+    )
+    app.task(name=RUN_TASK, bind=False, ignore_result=True)(_run_task)
+    app.task(name=DELIVER_WEBHOOKS, bind=False, ignore_result=True)(_deliver_webhooks)
+    return app
+
+
+def sender(app: Celery) -> Send:
+    """``send(job_id, name, queue, countdown_s)`` over ``app``'s broker;
+    raises BrokerUnavailable when the broker cannot take the message."""
+
+    def send(job_id: str, name: str, queue: str, countdown_s: float = 0.0) -> None:
+        try:
+            app.send_task(RUN_TASK, args=[job_id, name], queue=queue, countdown=countdown_s or None,
+                          retry=True, retry_policy={"max_retries": 2, "interval_start": 0.2,
+                                                    "interval_step": 0.5, "interval_max": 1.0})
+        except Exception as exc:  # kombu's OperationalError and friends, mapped here once
+            raise BrokerUnavailable(f"The broker did not take the task ({type(exc).__name__}).") from exc
+
+    return send
+
+
+def deliver_webhooks_soon(app: Celery) -> None:
+    """Ask a cpu worker for an outbox pass (best effort: the loops poll anyway)."""
+    try:
+        app.send_task(DELIVER_WEBHOOKS, queue="cpu", retry=False)
+    except Exception:
+        pass
+
+
+# -- worker processes ---------------------------------------------------------------
+
+
+def configure_worker(settings: Settings) -> None:
+    """Called by ``longdoc worker`` before Celery starts: the settings its
+    processes build their runtime from."""
+    _state["settings"] = settings
+
+
+def runtime():
+    """This worker process's runtime (built on first use, after the fork)."""
+    if "runtime" not in _state:
+        from longdoc.worker.runtime import WorkerRuntime
+
+        settings: Settings = _state["settings"]
+        app = _state.setdefault("app", make_app(settings))
+        scratch = Path(settings.service.work_dir) / f"fleet-{os.getpid()}"
+        rt = WorkerRuntime(settings, worker_id("worker"), scratch_root=scratch, send=sender(app))
+        rt.scratch.clear()
+        _state["runtime"] = rt
+    return _state["runtime"]
+
+
+def _run_task(job_id: str, name: str) -> str:
+    outcome = runtime().steps.run(job_id, name)
+    if outcome == "done":
+        runtime().outbox.wake()
+    return outcome
+
+
+def _deliver_webhooks() -> int:
+    return runtime().outbox.deliver_due()
+
+
+@signals.worker_process_init.connect
+def _start_background(**_: Any) -> None:
+    if "settings" not in _state:
+        return
+    rt = runtime()
+    q = rt.settings.queue
+    reconciler = TaskReconciler(rt.settings, rt.jobs, rt.tasks, rt.steps, rt.finisher)
+    _state["loops"] = [Loop(reconciler.run_once, q.reconcile_interval_seconds, "longdoc-reconciler").start()]
+    import threading
+
+    stop = threading.Event()
+    _state["outbox_stop"] = stop
+    threading.Thread(target=rt.outbox.run, args=(stop,), name="longdoc-outbox", daemon=True).start()
+
+
+@signals.worker_process_shutdown.connect
+def _stop_background(**_: Any) -> None:
+    for loop in _state.pop("loops", []):
+        loop.stop()
+    stop = _state.pop("outbox_stop", None)
+    if stop is not None:
+        stop.set()
+    rt = _state.pop("runtime", None)
+    if rt is not None:
+        rt.close()
