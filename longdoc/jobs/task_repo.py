@@ -132,11 +132,11 @@ class TaskRepo(_Repo):
         return self._held(lease, state=QUEUED, error=error, lease=None, worker_id=None,
                           enqueued_at=self._now())
 
-    def _held(self, lease: Lease, **values: Any) -> bool:
+    def _held(self, held: Lease, **values: Any) -> bool:
         with self._tx() as s:
             return _changed(s, update(JobTask).where(
-                JobTask.job_id == lease.job_id, JobTask.name == lease.name, JobTask.state == RUNNING,
-                JobTask.lease == lease.token).values(**values))
+                JobTask.job_id == held.job_id, JobTask.name == held.name, JobTask.state == RUNNING,
+                JobTask.lease == held.token).values(**values))
 
     # -- the reconciler ---------------------------------------------------------------
 

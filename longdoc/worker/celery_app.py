@@ -25,7 +25,9 @@ so forking a fresh child (``queue.max_tasks_per_child``) is safe.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -137,12 +139,18 @@ def _deliver_webhooks() -> int:
 def _start_background(**_: Any) -> None:
     if "settings" not in _state:
         return
+    # Celery's pool marks its processes daemonic, and multiprocessing then
+    # refuses them children; a task needs its own (the document sandbox, the
+    # OCR pool), which it stops itself.
+    # Billiard also leaves its own authkey type in the process config, which
+    # multiprocessing refuses to pickle when it starts a child: a fresh one.
+    config = multiprocessing.current_process()._config  # type: ignore[attr-defined]
+    config["daemon"] = False
+    config["authkey"] = multiprocessing.process.AuthenticationString(os.urandom(32))
     rt = runtime()
     q = rt.settings.queue
     reconciler = TaskReconciler(rt.settings, rt.jobs, rt.tasks, rt.steps, rt.finisher)
     _state["loops"] = [Loop(reconciler.run_once, q.reconcile_interval_seconds, "longdoc-reconciler").start()]
-    import threading
-
     stop = threading.Event()
     _state["outbox_stop"] = stop
     threading.Thread(target=rt.outbox.run, args=(stop,), name="longdoc-outbox", daemon=True).start()
