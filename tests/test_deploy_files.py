@@ -1,0 +1,217 @@
+"""The deployment files (deploy/) and the operator guide (docs/operations.md)
+stay true to the code: the configuration loads, every longdoc command the
+compose file runs is accepted by the CLI, every metric the guide names is
+registered by the service, every setting it names exists."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import BaseModel
+from typer.testing import CliRunner
+
+from longdoc.cli import app
+from longdoc.config import Settings, load_settings
+
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOY = ROOT / "deploy"
+GUIDE = ROOT / "docs" / "operations.md"
+TOKEN = "t" * 32
+SECTIONS = ("service", "inference", "storage", "database", "queue", "limits")
+
+
+def _compose() -> dict:
+    return yaml.safe_load((DEPLOY / "compose.yaml").read_text(encoding="utf-8"))
+
+
+def _longdoc_services() -> dict[str, dict]:
+    """Services built from the longdoc image (their command goes to its ENTRYPOINT)."""
+    return {name: svc for name, svc in _compose()["services"].items()
+            if str(svc.get("image", "")).startswith("longdoc")}
+
+
+def _has_key(model: type[BaseModel], path: list[str]) -> bool:
+    for i, part in enumerate(path):
+        field = model.model_fields.get(part)
+        if field is None:
+            return False
+        annotation = field.annotation
+        if i < len(path) - 1:
+            if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+                return False
+            model = annotation
+    return True
+
+
+def _env_key(name: str) -> list[str]:
+    """LONGDOC_SECTION__KEY(__SUB) -> [section, key, sub]."""
+    return [p.lower() for p in name[len("LONGDOC_"):].split("__")]
+
+
+# -- the files parse ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["compose.yaml", "longdoc.yaml", "prometheus.yml"])
+def test_yaml_files_parse(name: str) -> None:
+    assert isinstance(yaml.safe_load((DEPLOY / name).read_text(encoding="utf-8")), dict)
+
+
+def test_dockerfile_runs_setup_as_documented() -> None:
+    text = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    assert text.startswith("#") and "FROM python:3.11-slim-bookworm" in text
+    assert "scripts/setup.sh" in text and (ROOT / "scripts" / "setup.sh").is_file()
+    assert 'ENTRYPOINT [".venv/bin/longdoc"]' in text
+    assert 'CMD ["serve", "--config", "/etc/longdoc/longdoc.yaml"]' in text
+    assert "/healthz" in text and "USER longdoc" in text
+    for copied in re.findall(r"^COPY (\S+)", text, flags=re.M):
+        assert (ROOT / copied).exists(), copied
+
+
+# -- the configuration ----------------------------------------------------------------
+
+
+def test_fleet_config_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LONGDOC_SERVICE__ADMIN_TOKEN", TOKEN)
+    settings = load_settings(DEPLOY / "longdoc.yaml")
+    assert settings.service.admin_token is not None
+    assert settings.service.admin_token.get_secret_value() == TOKEN
+    assert settings.service.host == "0.0.0.0"
+    assert settings.queue.backend == "celery"
+    assert settings.queue.broker_url.startswith("redis://redis:")
+    assert settings.database.url.startswith("postgresql+psycopg://")
+    assert settings.storage.url == "s3://longdoc/prod"
+    assert settings.storage.s3.endpoint_url == "http://minio:9000"
+    assert settings.queue.redeliver_after_seconds > settings.queue.lease_seconds
+
+
+def test_fleet_config_loads_without_the_admin_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LONGDOC_SERVICE__ADMIN_TOKEN", raising=False)
+    assert load_settings(DEPLOY / "longdoc.yaml").service.admin_token is None
+
+
+def test_compose_matches_the_config() -> None:
+    config = yaml.safe_load((DEPLOY / "longdoc.yaml").read_text(encoding="utf-8"))
+    services = _compose()["services"]
+    for needed in ("api", "worker-cpu", "worker-engine", "postgres", "redis", "minio", "minio-init", "prometheus"):
+        assert needed in services, needed
+    assert "--appendonly yes" in " ".join(services["redis"]["command"])
+    bucket = config["storage"]["url"].removeprefix("s3://").split("/")[0]
+    assert f"store/{bucket}" in " ".join(services["minio-init"]["command"])
+    host = config["queue"]["broker_url"].split("//")[1].split(":")[0]
+    assert host in services
+    for name, svc in _longdoc_services().items():
+        assert "/etc/longdoc/longdoc.yaml" in " ".join(svc["volumes"]), name
+        assert {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "PGPASSWORD"} <= set(svc["environment"]), name
+
+
+def test_compose_environment_names_real_settings() -> None:
+    for name, svc in _longdoc_services().items():
+        for var in svc["environment"]:
+            if var.startswith("LONGDOC_"):
+                assert _has_key(Settings, _env_key(var)), f"{name}: {var}"
+
+
+# -- the commands ---------------------------------------------------------------------
+
+
+def _commands() -> list[tuple[str, list[str]]]:
+    found = [(name, [str(a) for a in svc["command"]]) for name, svc in _longdoc_services().items()]
+    text = (DEPLOY / "compose.yaml").read_text(encoding="utf-8") + GUIDE.read_text(encoding="utf-8")
+    for line in re.findall(r"docker compose .*? run --rm (?:--no-deps )?api (.+)", text):
+        found.append(("run api", shlex.split(line)))
+    return found
+
+
+def test_every_longdoc_service_has_a_command() -> None:
+    assert set(_longdoc_services()) >= {"api", "worker-cpu", "worker-engine"}
+    assert len([c for c in _commands() if c[0] == "run api"]) >= 2  # compose's comment and the guide
+
+
+@pytest.mark.parametrize("origin,args", _commands())
+def test_command_is_accepted_by_the_cli(origin: str, args: list[str]) -> None:
+    result = CliRunner().invoke(app, [*args, "--help"])
+    assert result.exit_code == 0, f"{origin}: longdoc {' '.join(args)}\n{result.output}"
+
+
+def test_worker_queues_exist() -> None:
+    from longdoc.jobs.task_repo import QUEUES
+
+    for name, args in _commands():
+        if "--queues" in args:
+            queues = args[args.index("--queues") + 1].split(",")
+            assert set(queues) <= set(QUEUES), name
+
+
+# -- the guide ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def registered_metrics(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    """Metric family names of an API container as the fleet runs it
+    (queue.backend celery; nothing connects to the broker while it is built),
+    on SQLite and a local store. Counters' families lack ``_total``."""
+    from longdoc.service.container import Container
+
+    tmp = tmp_path_factory.mktemp("container")
+    settings = load_settings(overrides={
+        "database": {"url": f"sqlite:///{tmp / 'longdoc.db'}"},
+        "storage": {"url": f"file://{tmp / 'store'}"},
+        "queue": {"backend": "celery", "broker_url": "redis://127.0.0.1:9/0"},
+        "service": {"work_dir": str(tmp / "work"), "rate_limit_storage_url": "memory://"},
+    })
+    container = Container(settings)
+    try:
+        return {family.name for family in container.metrics.registry.collect()}
+    finally:
+        container.stop()
+
+
+def _guide() -> str:
+    return GUIDE.read_text(encoding="utf-8")
+
+
+def test_guide_metrics_are_registered(registered_metrics: set[str]) -> None:
+    named = set(re.findall(r"\blongdoc_[a-z0-9_]*[a-z0-9]", _guide()))
+    assert len(named) >= 9
+    for fleet_gauge in ("longdoc_task_queue_depth", "longdoc_task_oldest_age_seconds", "longdoc_tasks_in_flight",
+                        "longdoc_worker_tasks_running", "longdoc_webhooks_pending"):
+        assert fleet_gauge in named
+    missing = []
+    for name in sorted(named):
+        family = re.sub(r"_(total|bucket|count|sum|created)$", "", name)
+        if name not in registered_metrics and family not in registered_metrics:
+            missing.append(name)
+    assert not missing, f"named in docs/operations.md but not registered: {missing}"
+
+
+def test_prometheus_comment_metrics_are_registered(registered_metrics: set[str]) -> None:
+    text = (DEPLOY / "prometheus.yml").read_text(encoding="utf-8")
+    for name in set(re.findall(r"\blongdoc_[a-z0-9_]*[a-z0-9]", text)):
+        assert re.sub(r"_total$", "", name) in registered_metrics, name
+
+
+def test_guide_settings_exist() -> None:
+    pattern = re.compile(r"(?<![\w./-])(" + "|".join(SECTIONS) + r")\.([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*)")
+    keys = {m.group(0) for m in pattern.finditer(_guide())}
+    assert len(keys) >= 20
+    unknown = sorted(k for k in keys if not _has_key(Settings, k.split(".")))
+    assert not unknown, f"settings named in docs/operations.md that do not exist: {unknown}"
+
+
+def test_guide_environment_variables_exist() -> None:
+    for var in set(re.findall(r"\bLONGDOC_[A-Z0-9_]+", _guide())):
+        if "__" in var:
+            assert _has_key(Settings, _env_key(var)), var
+
+
+def test_guide_quotes_the_defaults_it_names() -> None:
+    from longdoc.config import LimitSettings, QueueSettings, ServiceSettings
+
+    text = _guide()
+    assert f"`service.short_doc_pages` ({ServiceSettings().short_doc_pages})" in text
+    assert f"`limits.worker_memory_mb` ({LimitSettings().worker_memory_mb})" in text
+    assert "(5: about a minute)" in text and QueueSettings().task_retries == 5
