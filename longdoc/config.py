@@ -217,8 +217,9 @@ class QueueSettings(_Section):
                                               "for stale leases and lost tasks")
     task_time_limit_seconds: int = Field(default=3600, ge=10, description="celery: hard limit of one task (one "
                                          "page group, ingest or assemble); the worker process is replaced past it")
-    task_retries: int = Field(default=5, ge=0, description="celery: times a task is retried after a transient "
-                              "fault (database, store or broker unreachable), with exponential backoff")
+    task_retries: int = Field(default=8, ge=0, description="celery: times a task is retried after a transient "
+                              "fault (database, store or broker unreachable), with exponential backoff from 2 s "
+                              "(8 retries ride out ~8 minutes of outage)")
     max_tasks_per_child: int | None = Field(default=200, ge=1, description="celery: a worker process is "
                                             "replaced after this many tasks (the OCR runtime's memory arena never "
                                             "shrinks); null = never")

@@ -53,7 +53,8 @@ class EngineCapabilities:
       together (the size of its turn semaphore);
     - ``sequential_groups``: a document's groups must run one after the
       other (a KV cache carried from group to group); otherwise the next
-      groups of a document may start while earlier ones run;
+      groups of a document may start while earlier ones run, and on the
+      fleet they spread over engine workers;
     - ``cost_unit``: the unit of :meth:`Engine.group_cost` and of its
       workspace budget (``bytes`` or ``tokens``).
     """
@@ -62,7 +63,7 @@ class EngineCapabilities:
     output: Literal["lines", "blocks"] = "lines"
     needs_context: bool = False
     groups_in_flight: int = 1
-    sequential_groups: bool = True
+    sequential_groups: bool = False
     cost_unit: Literal["bytes", "tokens"] = "bytes"
 
     def __post_init__(self) -> None:

@@ -10,8 +10,10 @@ group's owned page images to it lazily and maps each
 Cost of a group: the pages the recognizer may hold at once (its window, or
 fewer when the group is smaller) × what one page holds in it (image copies
 plus activations, estimated from the first page's size at the group's DPI),
-in bytes. The recognizer is not re-entrant: one group at a time
-(``groups_in_flight`` 1), and a document's groups in order.
+in bytes. The recognizer is not re-entrant: one group at a time per
+process (``groups_in_flight`` 1). Pages are read independently, so a
+document's groups carry nothing from one to the next: on the fleet they
+spread over engine workers.
 """
 
 from __future__ import annotations

@@ -192,6 +192,8 @@ class JobTask(Base):
     queue: Mapped[str] = mapped_column(String(16))
     state: Mapped[str] = mapped_column(String(16))
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    #: times the reconciler took it back from a silent worker (``service.max_attempts`` caps these)
+    takeovers: Mapped[int] = mapped_column(Integer, default=0)
     worker_id: Mapped[str | None] = mapped_column(String(128))
     lease: Mapped[str | None] = mapped_column(String(32))
     error: Mapped[dict[str, Any] | None]

@@ -11,8 +11,8 @@ death.
 Fleet (:class:`TaskReconciler`, jobs run as tasks on Celery workers):
 
 - a running task whose heartbeat went stale is taken back and sent again
-  (the job fails with ``too_many_attempts`` when that task already
-  started ``service.max_attempts`` times: it is what kills workers);
+  (the job fails with ``too_many_attempts`` when this would be that task's
+  ``service.max_attempts``-th silent worker: it is what kills them);
 - a queued task sent more than ``queue.redeliver_after_seconds`` ago and
   never started is sent again (its message was lost with the broker);
 - a queued or running job with no queued or running task (the API died
@@ -20,8 +20,9 @@ Fleet (:class:`TaskReconciler`, jobs run as tasks on Celery workers):
   steps) gets its next tasks from :meth:`FleetSteps.schedule`.
 
 Every move is a compare-and-set, and a second copy of a message starts
-nothing, so any number of reconcilers (one per API replica and worker)
-may run at once.
+nothing, so any number of reconcilers may run at once: the fleet runs one
+in every worker process (the API runs none: with no worker alive there is
+nothing to hand work to).
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ class TaskReconciler:
         job = self.repo.get_any(task.job_id)
         if job is None:
             return 0
-        if task.attempts >= self.settings.service.max_attempts and job.state == JobState.RUNNING.value:
+        if task.takeovers + 1 >= self.settings.service.max_attempts and job.state == JobState.RUNNING.value:
             error = too_many_attempts(self.settings)
             try:
                 self.finisher.finish(job, JobState.FAILED, 0.0, 0, error=error)
@@ -117,7 +118,7 @@ class TaskReconciler:
         if not self.tasks.take_back(task):
             return 0
         log.warning("task taken back from a silent worker", extra={
-            "job_id": task.job_id, "task": task.name, "worker": task.worker_id, "attempts": task.attempts})
+            "job_id": task.job_id, "task": task.name, "worker": task.worker_id, "takeovers": task.takeovers + 1})
         self.steps.send_task(task.job_id, task.name, queue_for(job, task.name))
         return 1
 

@@ -103,10 +103,9 @@ def job_options(job: Job) -> ParseOptions:
 
 def fetch_original(store: ObjectStore, job: Job, dest: Path) -> Path:
     """Copy the job's uploaded bytes to ``dest`` (a fixed local name; the
-    uploaded name is metadata) unless a copy of the right size is there."""
-    if not (dest.is_file() and dest.stat().st_size == job.size_bytes):
-        with store.open_read(keys.original_key(job.tenant, job.id)) as src, open(dest, "wb") as dst:
-            _copy(src, dst)
+    uploaded name is metadata)."""
+    with store.open_read(keys.original_key(job.tenant, job.id)) as src, open(dest, "wb") as dst:
+        _copy(src, dst)
     return dest
 
 

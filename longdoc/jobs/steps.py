@@ -8,8 +8,9 @@ at its stage boundaries so page groups spread over many workers::
                      …            ┘  engines that carry state between groups)
                                   ──► assemble (cpu) ──► webhook outbox
 
-Documents up to ``service.short_doc_pages`` send every task to the
-``short`` queue instead, so they never wait behind long ones.
+Documents up to ``service.short_doc_pages`` run as one task, ``whole``, on
+the ``short`` queue: they never wait behind long ones, and a page or two
+does not pay for three tasks.
 
 :meth:`FleetSteps.run` is what a worker calls with a message's
 ``(job_id, name)``. It starts the task only if its row is queued (a message
@@ -32,6 +33,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 from longdoc.config import Settings
 from longdoc.errors import (
@@ -47,13 +49,25 @@ from longdoc.jobs.models import Job
 from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.runner import JobFinisher, JobProgress, PeakRss, fetch_original, job_options
 from longdoc.jobs.states import IllegalTransition, JobState
-from longdoc.jobs.task_repo import ASSEMBLE, DONE, INGEST, QUEUED, RUNNING, Lease, TaskRepo, group_index, group_task
+from longdoc.jobs.task_repo import (
+    ASSEMBLE,
+    DONE,
+    INGEST,
+    QUEUED,
+    RUNNING,
+    WHOLE,
+    Lease,
+    TaskRepo,
+    first_task,
+    group_index,
+    group_task,
+)
 from longdoc.pipeline import Pipeline
 from longdoc.plan import plan_groups
 from longdoc.storage import keys
 from longdoc.storage.base import ObjectStore
 from longdoc.storage.checkpoint import StoreCheckpoint
-from longdoc.storage.scratch import ScratchDir
+from longdoc.storage.scratch import OriginalCache, ScratchDir
 
 log = logging.getLogger("longdoc.jobs")
 
@@ -75,6 +89,7 @@ class FleetSteps:
         self.settings, self.repo, self.tasks, self.store = settings, repo, tasks, store
         self.pipeline, self.scratch, self.finisher = pipeline, scratch, finisher
         self.send, self.worker_id = send, worker_id
+        self.originals = OriginalCache(scratch.root / "originals")
 
     # -- one task -------------------------------------------------------------------
 
@@ -84,7 +99,8 @@ class FleetSteps:
         lease = self.tasks.start(job_id, name, self.worker_id)
         if lease is None:
             return "skipped"
-        job = self.repo.continue_running(job_id, self.worker_id) if name == INGEST else self.repo.get_any(job_id)
+        starts = name in (INGEST, WHOLE)
+        job = self.repo.continue_running(job_id, self.worker_id) if starts else self.repo.get_any(job_id)
         if job is None or job.state != JobState.RUNNING.value:
             self.tasks.finish(lease)
             return "skipped"
@@ -111,6 +127,8 @@ class FleetSteps:
         index = group_index(name)
         if name == INGEST:
             self._ingest(job, control)
+        elif name == WHOLE:
+            self._whole(job, control, rss)
         elif index is not None:
             self._group(job, index, control)
         elif name == ASSEMBLE:
@@ -130,8 +148,8 @@ class FleetSteps:
             raise LeaseLost("The task's lease was taken back by another worker.")
         if self.repo.is_cancel_requested(job.id):
             raise JobCancelled("The job was cancelled.")
-        if _seconds_since(job.started_at) > self.settings.service.timeout_seconds:
-            raise JobTimedOut(f"The job ran past its {self.settings.service.timeout_seconds} s limit.")
+        if self.tasks.busy_seconds(job.id) > self.settings.service.timeout_seconds:
+            raise JobTimedOut(f"The job's tasks ran past its {self.settings.service.timeout_seconds} s limit.")
 
     # -- the three kinds of task ---------------------------------------------------------
 
@@ -139,10 +157,28 @@ class FleetSteps:
         """Open the document, plan its groups, begin its checkpoint."""
         control()
         options = job_options(job)
+        original = self._original(job)
+        with self.pipeline.open_document(original, options, self._checkpoint(job), name=job.filename) as doc:
+            self.repo.set_total(job.id, len(doc.numbers))
+
+    def _whole(self, job: Job, control: Callable[[], None], rss: PeakRss) -> None:
+        """The whole pipeline in this task, as one process runs it."""
+        options = job_options(job)
+        progress = JobProgress(self.repo, job.id, self.finisher.metrics)
         with self.scratch.task(job.id) as tmp:
-            original = fetch_original(self.store, job, tmp / "original")
-            with self.pipeline.open_document(original, options, self._checkpoint(job), name=job.filename) as doc:
-                self.repo.set_total(job.id, len(doc.numbers))
+            original = self._original(job)
+            result = self.pipeline.parse(original, tmp / "out", options, progress=progress,
+                                         checkpoint=self._checkpoint(job), stem="result", control=control,
+                                         name=job.filename, owner=job.tenant)
+            rss.sample()
+            self._finish_parsed(job, options, result, rss, progress.stage_seconds)
+
+    def _finish_parsed(self, job: Job, options, result, rss: PeakRss, stage_seconds: dict[str, float]) -> None:
+        try:
+            self.finisher.parsed(job, options, result, self.pipeline, _seconds_since(job.started_at), rss.peak,
+                                 stage_seconds)
+        except IllegalTransition:  # ended twice (a redelivered message): the first one ended it
+            log.info("job already finished", extra={"job_id": job.id})
 
     def _group(self, job: Job, index: int, control: Callable[[], None]) -> None:
         """Recognize, lay out and checkpoint one page group."""
@@ -150,26 +186,24 @@ class FleetSteps:
         options = job_options(job)
         checkpoint = self._checkpoint(job)
         progress = JobProgress(self.repo, job.id, self.finisher.metrics)
-        with self.scratch.task(job.id) as tmp:
-            original = fetch_original(self.store, job, tmp / "original")
-            with self.pipeline.open_document(original, options, checkpoint, name=job.filename, begin=False) as doc:
-                self.pipeline.run_groups(doc, options, checkpoint, progress, control, job.tenant, only={index})
+        original = self._original(job)
+        with self.pipeline.open_document(original, options, checkpoint, name=job.filename, begin=False) as doc:
+            self.pipeline.run_groups(doc, options, checkpoint, progress, control, job.tenant, only={index})
 
     def _assemble(self, job: Job, control: Callable[[], None], rss: PeakRss) -> None:
         """Stitch the checkpointed pages, store the exports, end the job."""
         control()
         options = job_options(job)
         with self.scratch.task(job.id) as tmp:
-            original = fetch_original(self.store, job, tmp / "original")
+            original = self._original(job)
             with self.pipeline.open_document(original, options, self._checkpoint(job), name=job.filename,
                                              begin=False) as doc:
                 result = self.pipeline.assemble(doc, options, self._checkpoint(job), tmp / "out", "result")
             rss.sample()
-            try:
-                self.finisher.parsed(job, options, result, self.pipeline, _seconds_since(job.started_at), rss.peak,
-                                     {})
-            except IllegalTransition:  # assembled twice (a redelivered message): the first one ended it
-                log.info("job already finished", extra={"job_id": job.id})
+            self._finish_parsed(job, options, result, rss, {})
+
+    def _original(self, job: Job) -> Path:
+        return self.originals.path(job.id, job.size_bytes, lambda dest: fetch_original(self.store, job, dest))
 
     def _checkpoint(self, job: Job) -> StoreCheckpoint:
         return StoreCheckpoint(self.store, keys.checkpoint_prefix(job.tenant, job.id))
@@ -185,8 +219,11 @@ class FleetSteps:
         if job is None or job.state not in (JobState.QUEUED.value, JobState.RUNNING.value):
             return []
         rows = {t.name: t.state for t in self.tasks.of_job(job.id)}
-        if rows.get(INGEST) != DONE:
-            wanted = [INGEST]
+        first = first_task(job.lane)
+        if rows.get(first) != DONE:
+            wanted = [first]
+        elif first == WHOLE:
+            wanted = []
         else:
             wanted = self._next_tasks(job, rows)
         added = self.tasks.add(job.id, [(n, queue_for(job, n)) for n in wanted])

@@ -7,6 +7,7 @@ name) and named for what it does::
     ingest            open the document, plan its page groups, queue them
     group:000003      recognize, lay out and checkpoint page group 3
     assemble          stitch the checkpointed pages, write the exports
+    whole             all of that on one worker (short documents)
 
 The broker only carries ``(job_id, name)``; the row says what is true::
 
@@ -40,8 +41,17 @@ from longdoc.jobs.repo import _Repo
 
 INGEST = "ingest"
 ASSEMBLE = "assemble"
+#: a short document's one task: the whole pipeline on one worker
+WHOLE = "whole"
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
 QUEUES = ("cpu", "engine", "short")
+
+
+def first_task(lane: str) -> str:
+    """The task a job of ``lane`` starts with: a short document runs whole
+    on one worker (three tasks would cost more than its pages), a long one
+    is planned and spread."""
+    return WHOLE if lane == "short" else INGEST
 
 
 def group_task(index: int) -> str:
@@ -90,7 +100,7 @@ class TaskRepo(_Repo):
                                                                 JobTask.name.in_([n for n, _ in tasks]))))
             fresh = [(n, q) for n, q in tasks if n not in existing]
             if fresh:
-                rows = [dict(job_id=job_id, name=n, queue=q, state=QUEUED, attempts=0, enqueued_at=now)
+                rows = [dict(job_id=job_id, name=n, queue=q, state=QUEUED, attempts=0, takeovers=0, enqueued_at=now)
                         for n, q in fresh]
                 s.execute(_insert_ignore(s, rows))
         return fresh
@@ -153,7 +163,7 @@ class TaskRepo(_Repo):
             return _changed(s, update(JobTask).where(
                 JobTask.job_id == task.job_id, JobTask.name == task.name, JobTask.state == RUNNING,
                 JobTask.lease == task.lease).values(state=QUEUED, lease=None, worker_id=None,
-                                                    enqueued_at=self._now()))
+                                                    takeovers=JobTask.takeovers + 1, enqueued_at=self._now()))
 
     def unstarted(self, older_than: timedelta) -> list[JobTask]:
         """Queued tasks sent more than ``older_than`` ago and not started."""
@@ -186,6 +196,20 @@ class TaskRepo(_Repo):
     def of_job(self, job_id: str) -> list[JobTask]:
         with self._tx() as s:
             return list(s.scalars(select(JobTask).where(JobTask.job_id == job_id).order_by(JobTask.name)))
+
+    def busy_seconds(self, job_id: str) -> float:
+        """Seconds workers have spent on ``job_id``'s tasks (finished runs,
+        plus the running ones so far): what ``service.timeout_seconds``
+        bounds on the fleet, so time queued is not counted against a job."""
+        now = self._now()
+        with self._tx() as s:
+            rows = s.execute(select(JobTask.state, JobTask.started_at, JobTask.finished_at)
+                             .where(JobTask.job_id == job_id, JobTask.started_at.is_not(None))).all()
+        total = 0.0
+        for state, started, finished in rows:
+            end = now if state == RUNNING or finished is None else finished
+            total += max(0.0, (end - started).total_seconds())
+        return total
 
     def open_count(self, job_id: str) -> int:
         """Tasks of ``job_id`` still queued or running."""

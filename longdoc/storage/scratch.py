@@ -13,9 +13,11 @@ is removed when the job ends or is deleted::
 
 from __future__ import annotations
 
+import os
 import shutil
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -90,3 +92,36 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
     else:
         path.unlink(missing_ok=True)
+
+
+class OriginalCache:
+    """Local copies of the originals of the last ``keep`` jobs this process
+    worked on, so the next page group of a document on the same worker does
+    not download it again. One process's own; files are written under a
+    temporary name and renamed, so a copy is whole or absent."""
+
+    def __init__(self, root: str | Path, keep: int = 4) -> None:
+        self.root = Path(root)
+        self.keep = keep
+        self._lock = threading.Lock()
+
+    def path(self, job_id: str, size: int, fetch: Callable[[Path], None]) -> Path:
+        """The local copy of job ``job_id``'s original (``size`` bytes),
+        calling ``fetch(dest)`` to write it when there is none."""
+        with self._lock:
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            dest = self.root / check_job_id(job_id)
+            if not (dest.is_file() and dest.stat().st_size == size):
+                partial = dest.with_name(f"{dest.name}.part")
+                fetch(partial)
+                os.replace(partial, dest)
+            os.utime(dest)
+            self._evict(keep_also=dest)
+            return dest
+
+    def _evict(self, keep_also: Path) -> None:
+        copies = sorted((p for p in self.root.iterdir() if p.is_file() and not p.name.endswith(".part")),
+                        key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in copies[self.keep:]:
+            if old != keep_also:
+                old.unlink(missing_ok=True)

@@ -1,7 +1,7 @@
 """The Celery dispatcher: the API side of the fleet.
 
-:meth:`CeleryDispatcher.submit` records the job's first task (``ingest``)
-and sends it to the broker; everything after that is the workers'
+:meth:`CeleryDispatcher.submit` records the job's first task (``ingest``,
+or ``whole`` for a short document) and sends it to the broker; everything after that is the workers'
 (:mod:`longdoc.jobs.steps`). A broker that is down when a job is accepted
 loses nothing: the job is in the database, its task row queued, and a
 worker's reconciler sends it once the broker is back.
@@ -13,7 +13,7 @@ import logging
 
 from celery import Celery
 
-from longdoc.jobs.task_repo import INGEST, TaskRepo
+from longdoc.jobs.task_repo import TaskRepo, first_task
 from longdoc.worker.celery_app import sender
 
 log = logging.getLogger("longdoc.dispatch")
@@ -31,7 +31,7 @@ class CeleryDispatcher:
 
     def submit(self, job_id: str, lane: str, priority: int) -> None:
         queue = "short" if lane == "short" else "cpu"
-        for name, q in self.tasks.add(job_id, [(INGEST, queue)]):
+        for name, q in self.tasks.add(job_id, [(first_task(lane), queue)]):
             try:
                 self._send(job_id, name, q, 0.0)
             except Exception as exc:

@@ -29,6 +29,7 @@ def upgrade() -> None:
         sa.Column("queue", sa.String(16), nullable=False),
         sa.Column("state", sa.String(16), nullable=False),
         sa.Column("attempts", sa.Integer(), nullable=False),
+        sa.Column("takeovers", sa.Integer(), nullable=False),
         sa.Column("worker_id", sa.String(128), nullable=True),
         sa.Column("lease", sa.String(32), nullable=True),
         sa.Column("error", sa.JSON(), nullable=True),

@@ -1,0 +1,253 @@
+"""The fleet, for real: an API (``longdoc serve``) and ``longdoc worker``
+processes on a real PostgreSQL database and a real Redis broker, with
+moto's S3 server standing in for S3 (no S3 server is installable here).
+
+- Redis: a private ``redis-server`` on a free port per fleet (the same
+  binary as the machine's; no persistence, as the machine's), so a test
+  can restart it without touching anyone else's queues;
+- PostgreSQL: a throwaway database per fleet (``tests/pg.py``);
+- S3: ``moto.server.ThreadedMotoServer`` on 127.0.0.1 in this process, a
+  bucket per fleet; the processes get fake credentials in their environment.
+
+:class:`Fleet` starts the API and workers, each in its own process group,
+and knows how to kill -9 a worker (with its children), restart Redis and
+restart the API. A failing test gets the tail of every log.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+import yaml
+from moto.server import ThreadedMotoServer
+from sqlalchemy import create_engine, text
+
+from tests.conftest import free_port
+from tests.pg import pg_server  # noqa: F401  (fixture)
+from tests.service.conftest import Key, Server, deep_merge
+
+AWS_ENV = {"AWS_ACCESS_KEY_ID": "moto-fake-key", "AWS_SECRET_ACCESS_KEY": "moto-fake-secret",
+           "AWS_DEFAULT_REGION": "us-east-1"}
+REDIS_SERVER = shutil.which("redis-server")
+_LOGS: list[Path] = []
+
+
+@pytest.fixture(scope="session")
+def moto_s3():
+    """Moto's S3 server (a stand-in for S3) on 127.0.0.1; yields its URL."""
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
+
+
+class Redis:
+    """A private redis-server (restartable on the same port)."""
+
+    def __init__(self, root: Path) -> None:
+        self.port = free_port()
+        self.log = root / "redis.log"
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 10
+        while subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True).stdout.strip() != b"PONG":
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+class Worker:
+    """One ``longdoc worker`` process group."""
+
+    def __init__(self, root: Path, config: Path, name: str, queues: str, concurrency: int) -> None:
+        self.root, self.config, self.name = root, config, name
+        self.args = ["--queues", queues, "--concurrency", str(concurrency), "--name", f"{name}@fleet"]
+        self.log_path = root / f"{name}.log"
+        self.proc: subprocess.Popen | None = None
+        _LOGS.append(self.log_path)
+
+    def start(self) -> Worker:
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "longdoc.cli", "worker", "--config", str(self.config),
+                                      *self.args], cwd=self.root, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True, env={**os.environ, **AWS_ENV})
+        log.close()
+        return self
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while " ready." not in self.log_text():
+            assert self.proc is not None and self.proc.poll() is None, f"worker exited:\n{self.log_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"worker not ready:\n{self.log_text()[-3000:]}"
+            time.sleep(0.1)
+
+    def kill9(self) -> None:
+        """SIGKILL the worker and every process of its group (its pool, sandboxes, OCR workers)."""
+        assert self.proc is not None
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(30)
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if self.proc.poll() is None:
+            self.proc.wait(30)
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
+
+
+class Fleet:
+    """An API, workers, Redis, a PostgreSQL database and a moto bucket."""
+
+    def __init__(self, root: Path, database_url: str, s3_endpoint: str, **overrides: dict[str, Any]) -> None:
+        self.root = root
+        self.database_url = database_url
+        self.redis = Redis(root)
+        self.redis.start()
+        bucket = f"fleet-{uuid.uuid4().hex[:12]}"
+        boto3.client("s3", endpoint_url=s3_endpoint, aws_access_key_id=AWS_ENV["AWS_ACCESS_KEY_ID"],
+                     aws_secret_access_key=AWS_ENV["AWS_SECRET_ACCESS_KEY"],
+                     region_name=AWS_ENV["AWS_DEFAULT_REGION"]).create_bucket(Bucket=bucket)
+        config = deep_merge({
+            "queue": {"backend": "celery", "broker_url": self.redis.url, "lease_seconds": 4,
+                      "redeliver_after_seconds": 6, "reconcile_interval_seconds": 0.5},
+            "storage": {"url": f"s3://{bucket}/longdoc", "s3": {"endpoint_url": s3_endpoint, "region": "us-east-1"}},
+            "service": {"rate_limit_per_minute": 100_000, "work_dir": str(root / "work")},
+            "inference": {"workers": 1, "page_chunk_size": 8, "chunk_overlap": 1},
+        }, overrides)
+        os.environ.update(AWS_ENV)  # the API inherits the environment (Server starts it)
+        self.api = Server(root / "api", database_url, **config)
+        self.workers: list[Worker] = []
+        _LOGS.extend([self.api.log_path, self.redis.log])
+
+    def start(self, workers: int = 2, queues: str = "cpu,engine,short", concurrency: int = 1) -> Fleet:
+        self.api.start()
+        for i in range(workers):
+            self.add_worker(queues, concurrency)
+        for w in self.workers:
+            w.wait_ready()
+        return self
+
+    def add_worker(self, queues: str = "cpu,engine,short", concurrency: int = 1) -> Worker:
+        worker = Worker(self.root, self.api.config_path, f"w{len(self.workers) + 1}", queues, concurrency).start()
+        self.workers.append(worker)
+        return worker
+
+    def create_key(self, tenant: str) -> Key:
+        return self.api.create_key(tenant)
+
+    def sql(self, query: str, **params: Any) -> list[tuple]:
+        engine = create_engine(self.database_url)
+        try:
+            with engine.connect() as conn:
+                return [tuple(r) for r in conn.execute(text(query), params)]
+        finally:
+            engine.dispose()
+
+    def restart_redis(self) -> None:
+        """Kill the broker (everything queued in it is lost: no persistence) and start it again."""
+        self.redis.stop()
+        time.sleep(0.5)
+        self.redis.start()
+
+    def stop(self) -> None:
+        for w in self.workers:
+            w.stop()
+        self.api.stop()
+        self.redis.stop()
+
+
+@pytest.fixture
+def start_fleet(request, tmp_path, moto_s3):
+    """``start_fleet(workers=2, **overrides) -> Fleet`` (started), stopped at teardown."""
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed (Debian package redis-server)")
+    fleets: list[Fleet] = []
+    saved = {k: os.environ.get(k) for k in AWS_ENV}
+
+    def start(workers: int = 2, queues: str = "cpu,engine,short", concurrency: int = 1,
+              **overrides: dict[str, Any]) -> Fleet:
+        root = tmp_path / f"fleet-{len(fleets)}"
+        (root / "api").mkdir(parents=True)
+        fleet = Fleet(root, request.getfixturevalue("pg_server").create_database(), moto_s3, **overrides)
+        fleets.append(fleet)
+        return fleet.start(workers, queues, concurrency)
+
+    yield start
+    for fleet in fleets:
+        fleet.stop()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        for path in _LOGS:
+            if path.exists():
+                report.sections.append((f"log {path.parent.name}/{path.name} (tail)",
+                                        path.read_text(errors="replace")[-4000:]))
+    if call.when == "teardown":
+        _LOGS.clear()
+
+
+def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(interval)
+
+
+def job_state(http: httpx.Client, job_id: str) -> dict:
+    response = http.get(f"/v1/jobs/{job_id}")
+    response.raise_for_status()
+    return response.json()
+
+
+__all__ = ["Fleet", "job_state", "wait_for", "yaml"]

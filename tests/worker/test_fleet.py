@@ -1,0 +1,192 @@
+"""The Celery fleet under load and faults: real API and worker processes,
+real PostgreSQL and Redis, moto's S3 server standing in for S3.
+
+Every test checks what a user would see: the job ends ``succeeded`` and
+its exports hold every page exactly once, in order, whatever was killed
+or restarted on the way.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.docgen import long_textlayer
+from tests.service.helpers import accepted, submit, wait_terminal
+from tests.worker.conftest import wait_for
+
+RECORD = re.compile(r"Record (\d+)\.")
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def doc_120(tmp_path_factory):
+    return long_textlayer(tmp_path_factory.mktemp("fleet-docs"), pages=120, seed=5)
+
+
+@pytest.fixture(scope="module")
+def doc_300(tmp_path_factory):
+    return long_textlayer(tmp_path_factory.mktemp("fleet-docs-long"), pages=300, seed=7)
+
+
+def every_page_once_in_order(http: httpx.Client, job_id: str, pages: int) -> str:
+    """The job's text export, after checking that its pages are 1..pages,
+    each once, in order, all ok (text and JSON)."""
+    txt = http.get(f"/v1/jobs/{job_id}/result", params={"format": "txt"})
+    assert txt.status_code == 200, txt.text
+    assert [int(n) for n in RECORD.findall(txt.text)] == list(range(1, pages + 1))
+    doc = http.get(f"/v1/jobs/{job_id}/result", params={"format": "json"}).json()
+    assert [p["number"] for p in doc["pages"]] == list(range(1, pages + 1))
+    assert all(p["status"] == "ok" for p in doc["pages"])
+    return txt.text
+
+
+def page_rows(fleet, job_id: str) -> list[int]:
+    return [r[0] for r in fleet.sql("select page from job_pages where job_id = :j order by page", j=job_id)]
+
+
+def tasks_of(fleet, job_id: str) -> dict[str, tuple]:
+    rows = fleet.sql("select name, state, attempts, worker_id from job_tasks where job_id = :j", j=job_id)
+    return {r[0]: r[1:] for r in rows}
+
+
+def running_task(fleet, job_id: str) -> tuple[str, str] | None:
+    rows = fleet.sql("select name, worker_id from job_tasks where job_id = :j and state = 'running' "
+                     "and name like 'group:%'", j=job_id)
+    return rows[0] if rows else None
+
+
+def worker_holding(fleet, worker_id: str):
+    """The Worker whose process group holds the process named in ``worker_id``."""
+    pid = int(worker_id.rsplit(":", 2)[1])
+    group = subprocess.run(["ps", "-o", "pgid=", "-p", str(pid)], capture_output=True, text=True).stdout.strip()
+    return next(w for w in fleet.workers if str(w.proc.pid) == group)
+
+
+def test_a_120_page_document_spreads_over_two_workers_and_equals_the_cli(start_fleet, doc_120, tmp_path):
+    fleet = start_fleet(workers=2)
+    key = fleet.create_key("fleet")
+    options = {"formats": ["txt", "json", "md"]}
+    with fleet.api.http(key) as http:
+        job = accepted(submit(http, doc_120.pdf_path, options))
+        final = wait_terminal(http, job["id"], timeout=180)
+        assert final["state"] == "succeeded", final
+        assert final["pages_done"] == final["pages_total"] == 120
+        text = every_page_once_in_order(http, job["id"], 120)
+        md = http.get(f"/v1/jobs/{job['id']}/result", params={"format": "md"}).content
+    assert page_rows(fleet, job["id"]) == list(range(1, 121))
+    tasks = tasks_of(fleet, job["id"])
+    groups = {n: t for n, t in tasks.items() if n.startswith("group:")}
+    assert len(groups) == 17 and all(t[0] == "done" for t in tasks.values()), tasks  # 120 pages, C=8, O=1: stride 7
+    assert len({t[2] for t in groups.values()}) == 2, "the groups ran on both workers"
+    # the same document through `longdoc parse` in one process gives the same exports
+    out = tmp_path / "cli"
+    subprocess.run([sys.executable, "-m", "longdoc.cli", "parse", str(doc_120.pdf_path), "-o", str(out),
+                    "--format", "txt,md", "--config", str(fleet.api.config_path)], check=True, capture_output=True,
+                   timeout=300, env=_local_env(fleet))
+    assert (out / f"{doc_120.pdf_path.stem}.txt").read_text() == text
+    assert (out / f"{doc_120.pdf_path.stem}.md").read_bytes() == md
+
+
+def _local_env(fleet) -> dict[str, str]:
+    """The CLI runs the pipeline itself: same settings, no queue."""
+    import os
+
+    return {**os.environ, "LONGDOC_QUEUE__BACKEND": "embedded"}
+
+
+def test_a_worker_killed_mid_document_loses_and_duplicates_no_page(start_fleet, doc_300):
+    fleet = start_fleet(workers=2)
+    key = fleet.create_key("kill9")
+    with fleet.api.http(key) as http:
+        job = accepted(submit(http, doc_300.pdf_path, {"formats": ["txt", "json"]}))
+        name, owner = wait_for(lambda: running_task(fleet, job["id"]), 60, "a page group running")
+        victim = worker_holding(fleet, owner)
+        victim.kill9()
+        done_at_kill = len(page_rows(fleet, job["id"]))
+        final = wait_terminal(http, job["id"], timeout=240)
+        assert final["state"] == "succeeded", final
+        assert done_at_kill < 300
+        every_page_once_in_order(http, job["id"], 300)
+    assert page_rows(fleet, job["id"]) == list(range(1, 301))
+    state, attempts, worker = tasks_of(fleet, job["id"])[name]
+    assert state == "done" and attempts >= 2 and worker != owner, (name, state, attempts, worker)
+    survivor = next(w for w in fleet.workers if w is not victim)
+    assert "task taken back from a silent worker" in survivor.log_text()
+
+
+def test_a_broker_restart_mid_document_loses_no_task(start_fleet, doc_300):
+    fleet = start_fleet(workers=2)
+    key = fleet.create_key("redis")
+    with fleet.api.http(key) as http:
+        job = accepted(submit(http, doc_300.pdf_path, {"formats": ["txt", "json"]}))
+        wait_for(lambda: 0 < len(page_rows(fleet, job["id"])) < 150, 60, "the document half way")
+        fleet.restart_redis()   # every queued message is gone with it
+        final = wait_terminal(http, job["id"], timeout=240)
+        assert final["state"] == "succeeded", final
+        every_page_once_in_order(http, job["id"], 300)
+    assert page_rows(fleet, job["id"]) == list(range(1, 301))
+    assert any("reconciled" in w.log_text() for w in fleet.workers)
+
+
+def test_an_api_restart_mid_document_changes_nothing_for_the_job(start_fleet, doc_300):
+    fleet = start_fleet(workers=2)
+    key = fleet.create_key("api")
+    with fleet.api.http(key) as http:
+        job = accepted(submit(http, doc_300.pdf_path, {"formats": ["txt", "json"]}))
+        wait_for(lambda: 0 < len(page_rows(fleet, job["id"])) < 150, 60, "the document half way")
+    fleet.api.kill9()
+    fleet.api.start()
+    with fleet.api.http(key) as http:
+        final = wait_terminal(http, job["id"], timeout=240)
+        assert final["state"] == "succeeded" and final["attempts"] == 0, final
+        every_page_once_in_order(http, job["id"], 300)
+    assert "job recovered" not in fleet.api.log_text()  # the API recovers nothing: the workers' leases are alive
+
+
+def _one_page_pdfs(folder: Path, n: int) -> list[Path]:
+    from fpdf import FPDF
+
+    paths = []
+    for i in range(n):
+        pdf = FPDF()
+        pdf.add_page()
+        pdf.set_font("helvetica", size=14)
+        pdf.cell(text=f"Burst document number {i}.")
+        path = folder / f"burst-{i:03d}.pdf"
+        pdf.output(str(path))
+        paths.append(path)
+    return paths
+
+
+def test_a_burst_of_500_against_a_bound_of_100_refuses_the_excess_and_finishes_the_rest(start_fleet, tmp_path):
+    fleet = start_fleet(workers=2, service={"max_queued": 100})
+    key = fleet.create_key("burst")
+    docs = _one_page_pdfs(tmp_path, 500)
+    with fleet.api.http(key, timeout=120) as http:
+        with ThreadPoolExecutor(16) as pool:
+            answers = list(pool.map(lambda p: submit(http, p, {"formats": ["txt"]}), docs))
+        codes = [a.status_code for a in answers]
+        assert set(codes) <= {202, 429}, sorted(set(codes))
+        refused = [a for a in answers if a.status_code == 429]
+        assert refused and all(a.json()["error"]["code"] == "queue_full" and a.headers.get("Retry-After")
+                               for a in refused)
+        jobs = [a.json()["id"] for a in answers if a.status_code == 202]
+        assert len(jobs) >= 100
+        deadline = time.monotonic() + 400
+        for job_id, path in zip(jobs, [p for p, a in zip(docs, answers) if a.status_code == 202]):
+            final = wait_terminal(http, job_id, timeout=max(5.0, deadline - time.monotonic()))
+            assert final["state"] == "succeeded", final
+        # each accepted document came back as itself
+        sample = jobs[:: max(1, len(jobs) // 10)]
+        for job_id in sample:
+            text = http.get(f"/v1/jobs/{job_id}/result", params={"format": "txt"}).text
+            assert re.search(r"Burst document number \d+\.", text), text
+    assert fleet.sql("select count(*) from jobs where state <> 'succeeded'") == [(0,)]
