@@ -204,13 +204,25 @@ class LongdocClient:
         the job runs, the job's error when it failed or was cancelled
         (409), ``job_expired`` (410).
         """
-        with self._stream("GET", f"/v1/jobs/{job_id}/result", params={"format": format}) as response:
+        with self._stream("GET", f"/v1/jobs/{job_id}/result", params={"format": format},
+                          allow_redirect=True) as response:
             if response.status_code == 202:
                 raise _not_finished(job_id, _decode(response))
+            if response.is_redirect:  # a presigned URL of the object store: fetched without our key
+                return self._download(response.headers["Location"], dest)
             with _transport_errors():
                 if dest is None:
                     return response.read()
                 return _stream_to_file(response, Path(dest))
+
+    def _download(self, url: str, dest: str | os.PathLike[str] | None) -> bytes | Path:
+        with _transport_errors(), httpx.stream("GET", url, timeout=self._http.timeout) as response:
+            if response.is_error:
+                response.read()
+                raise _error_from(response)
+            if dest is None:
+                return response.read()
+            return _stream_to_file(response, Path(dest))
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         """Cancel a queued or running job and return it.
@@ -307,10 +319,11 @@ class LongdocClient:
         return _decode(self._send(method, url, **kwargs))
 
     @contextlib.contextmanager
-    def _stream(self, method: str, url: str, **kwargs: Any) -> Iterator[httpx.Response]:
-        """A streamed request; a non-2xx answer raises :class:`ClientError`."""
+    def _stream(self, method: str, url: str, allow_redirect: bool = False, **kwargs: Any) -> Iterator[httpx.Response]:
+        """A streamed request; a non-2xx answer (or a redirect, unless
+        ``allow_redirect``) raises :class:`ClientError`."""
         with _transport_errors(), self._http.stream(method, url, **kwargs) as response:
-            if response.is_error or response.is_redirect:
+            if response.is_error or (response.is_redirect and not allow_redirect):
                 response.read()
                 raise _error_from(response)
             yield response

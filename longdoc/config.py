@@ -198,6 +198,12 @@ class StorageSettings(_Section):
 
 class DatabaseSettings(_Section):
     url: str = "sqlite:///./data/longdoc.db"
+    pool_size: int = Field(default=5, ge=1, description="PostgreSQL: connections kept open per process")
+    max_overflow: int = Field(default=10, ge=0, description="PostgreSQL: extra connections a process may open "
+                              "under load")
+
+    def engine_options(self) -> dict[str, int]:
+        return {"pool_size": self.pool_size, "max_overflow": self.max_overflow}
 
 
 class QueueSettings(_Section):

@@ -42,8 +42,14 @@ _WAL_TRIES = 40
 _MIGRATION_LOCK = int.from_bytes(b"longdoc", "big")
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, pool_size: int = 5, max_overflow: int = 10, pool_recycle_s: int = 1800) -> Engine:
     """An engine for ``url`` (SQLite or PostgreSQL) with pre-ping.
+
+    PostgreSQL: a pool of ``pool_size`` connections plus ``max_overflow``
+    more under load, each recycled after ``pool_recycle_s`` (so a restarted
+    server or a proxy's idle cut costs one reconnect, never an error); every
+    API replica and worker process has its own pool (size the server's
+    ``max_connections`` for all of them).
 
     SQLite: the database file's folder is created, a relative path is fixed
     against the current directory now, and every connection gets WAL
@@ -61,7 +67,8 @@ def make_engine(url: str) -> Engine:
     if backend in ("postgresql", "postgres"):
         if parsed.drivername in ("postgresql", "postgres"):
             parsed = parsed.set(drivername="postgresql+psycopg")
-        return create_engine(parsed, pool_pre_ping=True)
+        return create_engine(parsed, pool_pre_ping=True, pool_size=pool_size, max_overflow=max_overflow,
+                             pool_recycle=pool_recycle_s, connect_args={"connect_timeout": 5})
     raise ConfigError(f"database.url uses {backend!r}; longdoc supports SQLite and PostgreSQL.",
                       hint="Use sqlite:///./data/longdoc.db or postgresql+psycopg://user@host/db.")
 

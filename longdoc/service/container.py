@@ -12,6 +12,7 @@ first task, and ``longdoc worker`` processes do the rest."""
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -57,7 +58,7 @@ class Container:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.metrics = Metrics()
-        self.db_engine = db.make_engine(settings.database.url)
+        self.db_engine = db.make_engine(settings.database.url, **settings.database.engine_options())
         db.migrate(self.db_engine)
         sessions = db.session_factory(self.db_engine)
         self.jobs = JobRepo(sessions, retention=timedelta(hours=settings.service.retention_hours))
@@ -101,6 +102,7 @@ class Container:
         (those of a dead process of this host at once, others when their
         lease runs out), start the job threads, the outbox, warm up."""
         interval = self.settings.queue.reconcile_interval_seconds
+        self._apply_store_retention()
         self._loops.append(Loop(self.run_retention, self._retention_interval(), "longdoc-retention").start())
         if not self.embedded:
             return
@@ -174,6 +176,18 @@ class Container:
             self.store.delete_prefix(keys.job_prefix(job.tenant, job.id))
             log.info("job expired", extra={"job_id": job.id, "tenant": job.tenant})
         return len(expired)
+
+    def _apply_store_retention(self) -> None:
+        """Where the store has its own expiry (an S3 lifecycle rule), set it
+        a day past ``service.retention_hours``: a backstop should the
+        service's own retention pass ever stop running."""
+        apply = getattr(self.store, "apply_retention", None)
+        if apply is None:
+            return
+        try:
+            apply(math.ceil(self.settings.service.retention_hours / 24) + 1)
+        except LongdocError as exc:  # e.g. no s3:PutLifecycleConfiguration permission
+            log.warning("store retention rule not set", extra={"error": exc.code})
 
     def _retention_interval(self) -> float:
         return max(1.0, min(60.0, self.settings.service.retention_hours * 3600 / 10))

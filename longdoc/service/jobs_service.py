@@ -223,6 +223,18 @@ class JobService:
     def result_stream(self, key: ApiKey, job_id: str, fmt: str) -> tuple[Iterator[bytes], str, int]:
         """``(chunks, media type, size)`` of a finished job's export; raises
         JobNotFinished (202), JobFailed (409), JobExpired (410)."""
+        key_name = self._export(key, job_id, fmt)
+        size = self.store.size(key_name)
+        return _chunks(self.store.open_read(key_name)), MEDIA[fmt], size
+
+    def result_url(self, key: ApiKey, job_id: str, fmt: str) -> str | None:
+        """A presigned URL of a finished job's export when the store gives
+        them (``storage.s3.presign_seconds``), else None; raises as
+        :meth:`result_stream`."""
+        return self.store.presigned_url(self._export(key, job_id, fmt))
+
+    def _export(self, key: ApiKey, job_id: str, fmt: str) -> str:
+        """The store key of a finished job's export in ``fmt``."""
         if fmt not in MEDIA:
             raise InvalidOption(f"Unknown format {fmt!r}; choose md, json or txt.")
         job = self.get(key, job_id)
@@ -235,9 +247,7 @@ class JobService:
                             job_state=job.state, job_error_code=err.get("code"))  # context keeps scalars only
         if fmt not in job.options.get("formats", []):
             raise InvalidOption(f"Job {job_id} was not asked for format {fmt!r}; it has {job.options.get('formats')}.")
-        key_name = keys.export_key(job.tenant, job.id, fmt)
-        size = self.store.size(key_name)
-        return _chunks(self.store.open_read(key_name)), MEDIA[fmt], size
+        return keys.export_key(job.tenant, job.id, fmt)
 
     # -- change ----------------------------------------------------------------
 

@@ -36,7 +36,7 @@ class WorkerRuntime:
                  send: Send | None = None) -> None:
         self.settings, self.worker_id = settings, worker_id
         self.metrics = metrics or Metrics()
-        self.db_engine = db_engine or db.make_engine(settings.database.url)
+        self.db_engine = db_engine or db.make_engine(settings.database.url, **settings.database.engine_options())
         sessions = db.session_factory(self.db_engine)
         self.jobs = JobRepo(sessions, retention=timedelta(hours=settings.service.retention_hours))
         self.keys = KeyRepo(sessions)

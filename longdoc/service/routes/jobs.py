@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, File, Form, Header, Query, Request, Response, UploadFile
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
 
 from longdoc.errors import JobNotFinished
 from longdoc.jobs.states import JobState
@@ -107,9 +107,14 @@ def get_page(key: KeyDep, jobs: JobsDep, job_id: str, number: int) -> Page:
             response_class=StreamingResponse)
 def get_result(key: KeyDep, jobs: JobsDep, job_id: str,
                format: Annotated[Literal["md", "json", "txt"], Query()] = "md"):
-    """The final result, streamed from the store. 202 while the job runs,
-    409 when it failed or was cancelled, 410 when it expired."""
+    """The final result, streamed from the store, or a 307 redirect to a
+    presigned URL of it when the store gives them (S3 with
+    ``storage.s3.presign_seconds``). 202 while the job runs, 409 when it
+    failed or was cancelled, 410 when it expired."""
     try:
+        url = jobs.result_url(key, job_id, format)
+        if url is not None:
+            return RedirectResponse(url, status_code=307)
         chunks, media_type, size = jobs.result_stream(key, job_id, format)
     except JobNotFinished as exc:
         return JSONResponse(status_code=202, content=exc.context.get("job"))
