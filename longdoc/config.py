@@ -226,6 +226,9 @@ class QueueSettings(_Section):
     task_retries: int = Field(default=8, ge=0, description="celery: times a task is retried after a transient "
                               "fault (database, store or broker unreachable), with exponential backoff from 2 s "
                               "(8 retries ride out ~8 minutes of outage)")
+    render_ahead_groups: int = Field(default=4, ge=1, description="celery: page groups of one document rendered "
+                                     "(on cpu workers, into the store) ahead of the engine workers; bounds the "
+                                     "rendered images a document keeps in the store at once")
     max_tasks_per_child: int | None = Field(default=200, ge=1, description="celery: a worker process is "
                                             "replaced after this many tasks (the OCR runtime's memory arena never "
                                             "shrinks); null = never")

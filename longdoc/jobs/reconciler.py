@@ -93,8 +93,9 @@ class TaskReconciler:
         counts = {"taken_back": 0, "resent": 0, "scheduled": 0}
         for task in self.tasks.stale(timedelta(seconds=q.lease_seconds)):
             counts["taken_back"] += self._take_back(task)
-        for task in self.tasks.unstarted(timedelta(seconds=q.redeliver_after_seconds)):
-            if self.tasks.touch(task.job_id, task.name):
+        redeliver = timedelta(seconds=q.redeliver_after_seconds)
+        for task in self.tasks.unstarted(redeliver):
+            if self.tasks.touch(task.job_id, task.name, older_than=redeliver):  # one reconciler resends it
                 self.steps.send_task(task.job_id, task.name, task.queue)
                 counts["resent"] += 1
         for job in self.tasks.jobs_without_open_tasks(timedelta(seconds=q.lease_seconds)):

@@ -3,10 +3,18 @@
 The same pipeline as one process runs (:mod:`longdoc.pipeline.run`), cut
 at its stage boundaries so page groups spread over many workers::
 
-    ingest (cpu) ──► group:000000 ┐
-                     group:000001 ├ (engine; in order, one at a time, for
-                     …            ┘  engines that carry state between groups)
-                                  ──► assemble (cpu) ──► webhook outbox
+    ingest (cpu) ──► render:000000 (cpu) ──► group:000000 (engine) ┐
+                     render:000001       ──► group:000001          ├──► assemble (cpu) ──► webhook outbox
+                     …                                            ┘
+
+A render task opens the document in its sandbox and leaves in the store
+what its group needs (sizes, text layers, page images:
+:mod:`longdoc.jobs.prepared`); the group task recognizes, lays out and
+checkpoints from that, so engine workers (GPU machines) never open a
+document nor spend their CPU rendering. Renders run at most
+``queue.render_ahead_groups`` groups ahead of the engine; engines that
+carry state between groups (the native engine) get their groups one at a
+time, in order.
 
 Documents up to ``service.short_doc_pages`` run as one task, ``whole``, on
 the ``short`` queue: they never wait behind long ones, and a page or two
@@ -42,8 +50,11 @@ from longdoc.errors import (
     JobCancelled,
     JobTimedOut,
     LeaseLost,
+    LongdocError,
+    ObjectNotFound,
     StorageError,
 )
+from longdoc.ingest import parse_page_range
 from longdoc.jobs.lease import Heartbeat
 from longdoc.jobs.models import Job
 from longdoc.jobs.repo import JobRepo
@@ -61,8 +72,12 @@ from longdoc.jobs.task_repo import (
     first_task,
     group_index,
     group_task,
+    render_index,
+    render_task,
 )
+from longdoc.jobs.prepared import PreparedSource, prepare_group
 from longdoc.pipeline import Pipeline
+from longdoc.pipeline.run import TEXT_LAYER_VERSION, OpenDocument
 from longdoc.plan import plan_groups
 from longdoc.storage import keys
 from longdoc.storage.base import ObjectStore
@@ -81,6 +96,14 @@ def queue_for(job: Job, name: str) -> str:
     if job.lane == "short":
         return "short"
     return "engine" if group_index(name) is not None else "cpu"
+
+
+def _ahead(names: list[str], rows: dict[str, str], limit: int) -> list[str]:
+    """Render tasks to queue: the next groups not yet rendered, while fewer
+    than ``limit`` rendered groups wait for (or run on) the engine."""
+    waiting = sum(1 for i, n in enumerate(names) if render_task(i) in rows and rows.get(n) != DONE)
+    fresh = [render_task(i) for i in range(len(names)) if render_task(i) not in rows]
+    return fresh[:max(0, limit - waiting)]
 
 
 class FleetSteps:
@@ -129,6 +152,8 @@ class FleetSteps:
             self._ingest(job, control)
         elif name == WHOLE:
             self._whole(job, control, rss)
+        elif (rendering := render_index(name)) is not None:
+            self._render(job, rendering, control)
         elif index is not None:
             self._group(job, index, control)
         elif name == ASSEMBLE:
@@ -180,15 +205,39 @@ class FleetSteps:
         except IllegalTransition:  # ended twice (a redelivered message): the first one ended it
             log.info("job already finished", extra={"job_id": job.id})
 
+    def _render(self, job: Job, index: int, control: Callable[[], None]) -> None:
+        """Leave in the store what group ``index`` needs (see :mod:`longdoc.jobs.prepared`)."""
+        control()
+        options = job_options(job)
+        needs_context = options.ocr != "off" and self.pipeline.engine_capabilities(options.engine).needs_context
+        original = self._original(job)
+        with self.pipeline.open_document(original, options, self._checkpoint(job), name=job.filename,
+                                         begin=False) as doc:
+            group = doc.groups[index]
+            prepare_group(doc.source, [doc.numbers[i] for i in group.owned], [doc.numbers[i] for i in group.context],
+                          options, needs_context, self.store, keys.work_prefix(job.tenant, job.id, index),
+                          TEXT_LAYER_VERSION)
+
     def _group(self, job: Job, index: int, control: Callable[[], None]) -> None:
-        """Recognize, lay out and checkpoint one page group."""
+        """Recognize, lay out and checkpoint one page group from what its
+        render task prepared (or, should that be gone, from the document)."""
         control()
         options = job_options(job)
         checkpoint = self._checkpoint(job)
         progress = JobProgress(self.repo, job.id, self.finisher.metrics)
-        original = self._original(job)
-        with self.pipeline.open_document(original, options, checkpoint, name=job.filename, begin=False) as doc:
-            self.pipeline.run_groups(doc, options, checkpoint, progress, control, job.tenant, only={index})
+        prefix = keys.work_prefix(job.tenant, job.id, index)
+        try:
+            source = PreparedSource(self.store, prefix)
+        except ObjectNotFound:
+            log.warning("prepared group missing; reading the document here", extra={"job_id": job.id, "group": index})
+            with self.pipeline.open_document(self._original(job), options, checkpoint, name=job.filename,
+                                             begin=False) as doc:
+                self.pipeline.run_groups(doc, options, checkpoint, progress, control, job.tenant, only={index})
+            return
+        numbers = parse_page_range(options.pages, source.page_count)
+        doc = OpenDocument(source, numbers, plan_groups(len(numbers), options.page_chunk_size, options.chunk_overlap))
+        self.pipeline.run_groups(doc, options, checkpoint, progress, control, job.tenant, only={index})
+        self.store.delete_prefix(prefix)
 
     def _assemble(self, job: Job, control: Callable[[], None], rss: PeakRss) -> None:
         """Stitch the checkpointed pages, store the exports, end the job."""
@@ -201,6 +250,7 @@ class FleetSteps:
                 result = self.pipeline.assemble(doc, options, self._checkpoint(job), tmp / "out", "result")
             rss.sample()
             self._finish_parsed(job, options, result, rss, {})
+        self.store.delete_prefix(keys.work_prefix(job.tenant, job.id))
 
     def _original(self, job: Job) -> Path:
         return self.originals.path(job.id, job.size_bytes, lambda dest: fetch_original(self.store, job, dest))
@@ -237,11 +287,13 @@ class FleetSteps:
         names = [group_task(g.index) for g in groups]
         if all(rows.get(n) == DONE for n in names):
             return [ASSEMBLE]
-        if not self._in_order(options.engine, options.ocr):
-            return [n for n in names if n not in rows]
-        if any(rows.get(n) in (QUEUED, RUNNING) for n in names):
-            return []
-        return [next(n for n in names if n not in rows)]
+        renders = _ahead(names, rows, self.settings.queue.render_ahead_groups)
+        ready = [n for i, n in enumerate(names) if rows.get(render_task(i)) == DONE and n not in rows]
+        if self._in_order(options.engine, options.ocr):
+            busy = any(rows.get(n) in (QUEUED, RUNNING) for n in names)
+            first = next((n for n in names if n not in rows), None)
+            ready = [first] if not busy and first in ready else []
+        return renders + ready
 
     def _in_order(self, engine: str, ocr: str) -> bool:
         if ocr == "off":
@@ -285,6 +337,10 @@ class FleetSteps:
         error = exc.to_dict() if hasattr(exc, "to_dict") else {"code": "internal_error"}
         self.tasks.finish(lease, failed=not isinstance(exc, JobCancelled), error=error)
         self.tasks.fail_open(job.id, error)
+        try:
+            self.store.delete_prefix(keys.work_prefix(job.tenant, job.id))
+        except LongdocError:
+            pass  # retention removes it with the job
         return "failed"
 
 

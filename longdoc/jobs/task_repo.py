@@ -5,7 +5,10 @@ A job on the Celery fleet is a few tasks, each a row keyed by (job id,
 name) and named for what it does::
 
     ingest            open the document, plan its page groups, queue them
-    group:000003      recognize, lay out and checkpoint page group 3
+    render:000003     open the document, write what group 3 needs (sizes,
+                      text layers, page images) to the store (cpu)
+    group:000003      recognize, lay out and checkpoint page group 3 from
+                      what its render left (engine: never opens the document)
     assemble          stitch the checkpointed pages, write the exports
     whole             all of that on one worker (short documents)
 
@@ -55,14 +58,25 @@ def first_task(lane: str) -> str:
 
 
 def group_task(index: int) -> str:
-    """The task name of page group ``index`` (0-based)."""
+    """The task name of page group ``index`` (0-based) on an engine worker."""
     return f"group:{index:06d}"
 
 
+def render_task(index: int) -> str:
+    """The task name of page group ``index``'s render stage on a cpu worker."""
+    return f"render:{index:06d}"
+
+
 def group_index(name: str) -> int | None:
-    """The group index a task name names, None for ingest/assemble."""
+    """The group index a group task's name names, None for any other task."""
     prefix, _, rest = name.partition(":")
     return int(rest) if prefix == "group" and rest.isdigit() else None
+
+
+def render_index(name: str) -> int | None:
+    """The group index a render task's name names, None for any other task."""
+    prefix, _, rest = name.partition(":")
+    return int(rest) if prefix == "render" and rest.isdigit() else None
 
 
 @dataclass(frozen=True)
@@ -105,11 +119,16 @@ class TaskRepo(_Repo):
                 s.execute(_insert_ignore(s, rows))
         return fresh
 
-    def touch(self, job_id: str, name: str) -> bool:
-        """Mark a queued task as sent again now (the reconciler's resend)."""
+    def touch(self, job_id: str, name: str, older_than: timedelta | None = None) -> bool:
+        """Mark a queued task as sent again now (the reconciler's resend).
+        With ``older_than``, only if it is still unstarted that long: of
+        reconcilers resending one lost message at once, one wins."""
+        now = self._now()
+        where = [JobTask.job_id == job_id, JobTask.name == name, JobTask.state == QUEUED]
+        if older_than is not None:
+            where.append(JobTask.enqueued_at < now - older_than)
         with self._tx() as s:
-            return _changed(s, update(JobTask).where(JobTask.job_id == job_id, JobTask.name == name,
-                                                     JobTask.state == QUEUED).values(enqueued_at=self._now()))
+            return _changed(s, update(JobTask).where(*where).values(enqueued_at=now))
 
     # -- a run ----------------------------------------------------------------------
 
@@ -200,11 +219,14 @@ class TaskRepo(_Repo):
     def busy_seconds(self, job_id: str) -> float:
         """Seconds workers have spent on ``job_id``'s tasks (finished runs,
         plus the running ones so far): what ``service.timeout_seconds``
-        bounds on the fleet, so time queued is not counted against a job."""
+        bounds on the fleet, so time queued is not counted against a job
+        (nor is a task back in the queue after a release or a takeover: its
+        ``started_at`` is that of the run that ended, not of a run going on)."""
         now = self._now()
         with self._tx() as s:
             rows = s.execute(select(JobTask.state, JobTask.started_at, JobTask.finished_at)
-                             .where(JobTask.job_id == job_id, JobTask.started_at.is_not(None))).all()
+                             .where(JobTask.job_id == job_id, JobTask.started_at.is_not(None),
+                                    JobTask.state != QUEUED)).all()
         total = 0.0
         for state, started, finished in rows:
             end = now if state == RUNNING or finished is None else finished

@@ -101,7 +101,7 @@ def recognize_group(
     to_ocr: dict[int, str] = {}
     sizes: dict[int, tuple[float, float]] = {}
     for number in owned:
-        decided = _from_text_layer(source, number, ocr, sizes, text_layer_version)
+        decided = from_text_layer(source, number, ocr, sizes, text_layer_version)
         if isinstance(decided, Page):
             pages[number] = decided
         else:
@@ -111,7 +111,7 @@ def recognize_group(
     return pages
 
 
-def _from_text_layer(source: DocumentSource, number: int, ocr: str, sizes: dict[int, tuple[float, float]],
+def from_text_layer(source: DocumentSource, number: int, ocr: str, sizes: dict[int, tuple[float, float]],
                      version: str) -> Page | str:
     """The page from its text layer, a failed page, or why it needs OCR."""
     t0 = time.perf_counter()

@@ -3,6 +3,7 @@
     tenants/{tenant}/jobs/{job_id}/original            the uploaded bytes
     tenants/{tenant}/jobs/{job_id}/checkpoint/...      pipeline checkpoint
     tenants/{tenant}/jobs/{job_id}/exports/result.{md,json,txt}
+    tenants/{tenant}/jobs/{job_id}/work/group-000003/...  a page group prepared for an engine worker
 
 Tenant names match ``[a-z0-9][a-z0-9_-]{0,62}`` and job ids are uuid4 hex
 (32 lowercase hex digits); anything else raises :class:`InvalidTenant` or
@@ -56,6 +57,13 @@ def original_key(tenant: str, job_id: str) -> str:
 
 def checkpoint_prefix(tenant: str, job_id: str) -> str:
     return f"{job_prefix(tenant, job_id)}/checkpoint"
+
+
+def work_prefix(tenant: str, job_id: str, group: int | None = None) -> str:
+    """Where the fleet's render stage leaves page groups for engine workers
+    (one group's, or all of them with ``group`` None)."""
+    base = f"{job_prefix(tenant, job_id)}/work"
+    return base if group is None else f"{base}/group-{int(group):06d}"
 
 
 def export_key(tenant: str, job_id: str, fmt: str) -> str:

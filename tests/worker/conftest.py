@@ -35,12 +35,17 @@ from sqlalchemy import create_engine, text
 
 from tests.conftest import free_port
 from tests.pg import pg_server  # noqa: F401  (fixture)
-from tests.service.conftest import Key, Server, deep_merge
+from tests.service.conftest import SAMPLE_PDF, Key, Server, deep_merge
 
 AWS_ENV = {"AWS_ACCESS_KEY_ID": "moto-fake-key", "AWS_SECRET_ACCESS_KEY": "moto-fake-secret",
            "AWS_DEFAULT_REGION": "us-east-1"}
 REDIS_SERVER = shutil.which("redis-server")
 _LOGS: list[Path] = []
+
+
+@pytest.fixture(scope="session")
+def sample_pdf() -> Path:
+    return SAMPLE_PDF
 
 
 @pytest.fixture(scope="session")

@@ -194,3 +194,41 @@ def test_a_burst_of_500_against_a_bound_of_100_refuses_the_excess_and_finishes_t
             text = http.get(f"/v1/jobs/{job_id}/result", params={"format": "txt"}).text
             assert re.search(r"Burst document number \d+\.", text), text
     assert fleet.sql("select count(*) from jobs where state <> 'succeeded'") == [(0,)]
+
+
+def test_a_scan_read_by_an_engine_worker_that_never_opens_it_equals_the_cli(start_fleet, sample_pdf, tmp_path):
+    """Render on a cpu worker, OCR and layout on an engine-only worker: the
+    sample (3 born-digital pages, 2 scanned two-column pages) comes out as
+    `longdoc parse` makes it in one process."""
+    fleet = start_fleet(workers=0, service={"short_doc_pages": 1},
+                        inference={"page_chunk_size": 2, "chunk_overlap": 1})
+    cpu, engine = fleet.add_worker("cpu,short"), fleet.add_worker("engine")
+    cpu.wait_ready()
+    engine.wait_ready()
+    key = fleet.create_key("scan")
+    with fleet.api.http(key) as http:
+        job = accepted(submit(http, sample_pdf, {"formats": ["txt", "md"]}))
+        final = wait_terminal(http, job["id"], timeout=300)
+        assert final["state"] == "succeeded", final
+        got = {fmt: http.get(f"/v1/jobs/{job['id']}/result", params={"format": fmt}).content for fmt in ("txt", "md")}
+    tasks = tasks_of(fleet, job["id"])
+    renders = [n for n in tasks if n.startswith("render:")]
+    groups = [n for n in tasks if n.startswith("group:")]
+    assert len(renders) == len(groups) == 4 and all(t[0] == "done" for t in tasks.values()), tasks
+    engine_pid = str(engine.proc.pid)
+    for name in groups:   # every page group ran on the engine-only worker, from its prepared group
+        assert _group_of(tasks[name][2]) == engine_pid, (name, tasks[name])
+    assert "prepared group missing" not in engine.log_text()
+    assert fleet.sql("select count(*) from job_tasks where job_id = :j and name like 'render:%%' and queue = 'cpu'",
+                     j=job["id"]) == [(4,)]
+    out = tmp_path / "cli"
+    subprocess.run([sys.executable, "-m", "longdoc.cli", "parse", str(sample_pdf), "-o", str(out), "--format",
+                    "txt,md", "--config", str(fleet.api.config_path)], check=True, capture_output=True, timeout=300,
+                   env=_local_env(fleet))
+    assert got["txt"] == (out / "sample.txt").read_bytes()
+    assert got["md"] == (out / "sample.md").read_bytes()
+
+
+def _group_of(worker_id: str) -> str:
+    pid = int(worker_id.rsplit(":", 2)[1])
+    return subprocess.run(["ps", "-o", "pgid=", "-p", str(pid)], capture_output=True, text=True).stdout.strip()
