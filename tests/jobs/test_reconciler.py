@@ -1,0 +1,361 @@
+"""Reconcilers: work a dead worker, a lost message or a restarted broker
+dropped is found in the database and run again.
+
+Embedded (:class:`JobReconciler`): stale running jobs back to the queue
+(at start also those naming a dead process of this host), failed with
+``too_many_attempts`` on the ``service.max_attempts``-th death.
+
+Fleet (:class:`TaskReconciler`, with real :class:`FleetSteps` whose
+``send`` records the messages): stale tasks taken back and sent again,
+lost messages sent again, jobs with no task given their first one, and
+two reconcilers at once sending each stale task once.
+
+SQLite and PostgreSQL, with a clock the test moves; nothing is parsed.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+import pytest
+
+from longdoc.config import load_settings
+from longdoc.jobs.lease import worker_id
+from longdoc.jobs.reconciler import JobReconciler, TaskReconciler, too_many_attempts
+from longdoc.jobs.repo import JobRepo
+from longdoc.jobs.runner import JobFinisher
+from longdoc.jobs.states import JobState
+from longdoc.jobs.steps import FleetSteps
+from longdoc.jobs.task_repo import TaskRepo, group_task
+from longdoc.pipeline import Pipeline
+from longdoc.storage.local import LocalStore
+from longdoc.storage.scratch import ScratchDir
+
+OPTIONS = {"formats": ["md"], "ocr": "auto"}
+LEASE = 60.0
+REDELIVER = 120.0
+MAX_ATTEMPTS = 3
+S = timedelta(seconds=1)
+PAST_LEASE = timedelta(seconds=LEASE + 1)
+PAST_REDELIVER = timedelta(seconds=REDELIVER + 1)
+HOST = socket.gethostname()[:80]
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return load_settings(overrides={
+        "queue": {"lease_seconds": LEASE, "redeliver_after_seconds": REDELIVER},
+        "service": {"max_attempts": MAX_ATTEMPTS, "work_dir": str(tmp_path / "work")},
+        "storage": {"url": f"file://{tmp_path}/store"},
+        "database": {"url": f"sqlite:///{tmp_path}/unused.db"},
+    })
+
+
+@pytest.fixture
+def jobs(db_sessions, fake_clock):
+    return JobRepo(db_sessions, clock=fake_clock, retention=timedelta(days=1))
+
+
+@pytest.fixture
+def tasks(db_sessions, fake_clock):
+    return TaskRepo(db_sessions, clock=fake_clock)
+
+
+def new_job(jobs: JobRepo, lane: str = "long", **kw) -> str:
+    new_job.n += 1
+    values = dict(tenant="acme", filename="doc.pdf", media_type="application/pdf", size_bytes=10,
+                  sha256=f"{new_job.n:064x}", options=OPTIONS, lane=lane)
+    values.update(kw)
+    return jobs.create(**values)[0].id
+
+
+new_job.n = 0
+
+
+def dead_pid() -> int:
+    """The pid of a process that ran and was reaped."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+# -- embedded: JobReconciler ----------------------------------------------------------
+
+
+class Embedded:
+    def __init__(self, settings, jobs):
+        self.submitted: list = []
+        self.announced: list[str] = []
+        self.reconciler = JobReconciler(settings, jobs, self.submitted.append, self.announced.append)
+
+
+@pytest.fixture
+def embedded(settings, jobs):
+    return Embedded(settings, jobs)
+
+
+def test_a_job_whose_heartbeat_outlived_its_lease_goes_back_to_the_queue(embedded, jobs, fake_clock):
+    elsewhere = "embedded:another-host:4242:0badf00d"  # only the lease can tell
+    stale, fresh = new_job(jobs), new_job(jobs)
+    jobs.start(stale, elsewhere)
+    jobs.start(fresh, elsewhere)
+    fake_clock.advance(30 * S)
+    jobs.heartbeat(fresh)
+    fake_clock.advance(31 * S)  # stale: 61 s without a heartbeat; fresh: 31 s
+    assert embedded.reconciler.run_once() == 1
+    back = jobs.get_any(stale)
+    assert (back.state, back.attempts, back.recoveries, back.worker_id, back.heartbeat_at) == ("queued", 1, 1, None, None)
+    assert [j.id for j in embedded.submitted] == [stale] and embedded.submitted[0].state == "queued"
+    left = jobs.get_any(fresh)
+    assert (left.state, left.worker_id, left.recoveries) == ("running", elsewhere, 0)
+    assert embedded.announced == []
+    assert embedded.reconciler.run_once() == 0  # nothing more to do
+    assert len(embedded.submitted) == 1
+
+
+def test_at_start_a_job_of_a_dead_process_of_this_host_is_recovered_at_once(embedded, jobs):
+    gone = dead_pid()
+    dead = new_job(jobs)
+    jobs.start(dead, f"embedded:{HOST}:{gone}:0badf00d")
+    restarted = new_job(jobs)  # this pid, another token: a container restarted as the same pid
+    jobs.start(restarted, f"embedded:{HOST}:{os.getpid()}:0badf00d")
+    mine = new_job(jobs)
+    jobs.start(mine, worker_id("embedded"))
+    other_host = new_job(jobs)
+    jobs.start(other_host, f"embedded:not-{HOST}:{gone}:0badf00d")
+    unreadable = new_job(jobs)
+    jobs.start(unreadable, "embedded")
+    # every heartbeat is fresh: without at_start nothing is recovered
+    assert embedded.reconciler.run_once() == 0
+    assert embedded.reconciler.run_once(at_start=True) == 2
+    assert {j.id for j in embedded.submitted} == {dead, restarted}
+    assert {jobs.get_any(j).state for j in (dead, restarted)} == {"queued"}
+    assert {jobs.get_any(j).state for j in (mine, other_host, unreadable)} == {"running"}
+    assert embedded.reconciler.run_once(at_start=True) == 0
+
+
+def test_the_max_attempts_th_recovery_fails_the_job_and_announces_it(embedded, jobs, fake_clock):
+    job = new_job(jobs, callback_url="https://example.com/hook")
+    for n in range(1, MAX_ATTEMPTS):
+        assert jobs.start(job, "embedded:another-host:1:0badf00d") is not None
+        fake_clock.advance(PAST_LEASE)
+        assert embedded.reconciler.run_once() == 1
+        assert (jobs.get_any(job).state, jobs.get_any(job).recoveries) == ("queued", n)
+        assert len(embedded.submitted) == n and embedded.announced == []
+    jobs.start(job, "embedded:another-host:1:0badf00d")
+    fake_clock.advance(PAST_LEASE)
+    assert embedded.reconciler.run_once() == 1
+    failed = jobs.get_any(job)
+    assert (failed.state, failed.recoveries, failed.worker_id) == ("failed", MAX_ATTEMPTS, None)
+    assert failed.error["code"] == "too_many_attempts" and failed.finished_at is not None
+    assert failed.error == too_many_attempts(embedded.reconciler.settings)
+    assert embedded.announced == [job]
+    assert len(embedded.submitted) == MAX_ATTEMPTS - 1  # not submitted again
+    assert embedded.reconciler.run_once() == 0
+
+
+def test_a_recovered_job_whose_cancel_was_requested_ends_cancelled(embedded, jobs, fake_clock):
+    job = new_job(jobs)
+    jobs.start(job, "embedded:another-host:1:0badf00d")
+    jobs.request_cancel(job)
+    fake_clock.advance(PAST_LEASE)
+    assert embedded.reconciler.run_once() == 1
+    assert jobs.get_any(job).state == "cancelled"
+    assert embedded.announced == [job] and embedded.submitted == []
+
+
+# -- fleet: TaskReconciler ---------------------------------------------------------------
+
+
+class Fleet:
+    """A real FleetSteps (its pipeline never used) whose ``send`` records."""
+
+    def __init__(self, settings, jobs, tasks, tmp_path):
+        self.sent: list[tuple[str, str, str, float]] = []
+        self.announced: list[str] = []
+        self.jobs, self.tasks = jobs, tasks
+        self.store = LocalStore(tmp_path / "store")
+        self.pipeline = Pipeline(settings)
+        self.finisher = JobFinisher(settings, jobs, self.store, None, announce=self.announced.append)
+        self.steps = FleetSteps(settings, jobs, tasks, self.store, self.pipeline, ScratchDir(tmp_path / "work"),
+                                self.finisher, self.send, worker_id("worker"))
+
+    def send(self, job_id: str, name: str, queue: str, countdown_s: float) -> None:
+        self.sent.append((job_id, name, queue, countdown_s))
+
+    def reconciler(self, settings) -> TaskReconciler:
+        return TaskReconciler(settings, self.jobs, self.tasks, self.steps, self.finisher)
+
+
+@pytest.fixture
+def fleet(settings, jobs, tasks, tmp_path):
+    f = Fleet(settings, jobs, tasks, tmp_path)
+    yield f
+    f.pipeline.close()
+
+
+def running_task(jobs, tasks, job_id: str, name: str, queue: str, worker: str = "worker:w1:1:0badf00d"):
+    jobs.continue_running(job_id, worker)
+    tasks.add(job_id, [(name, queue)])
+    lease = tasks.start(job_id, name, worker)
+    assert lease is not None
+    return lease
+
+
+def task_row(tasks, job_id, name):
+    return next(t for t in tasks.of_job(job_id) if t.name == name)
+
+
+def test_a_stale_running_task_is_taken_back_and_sent_again_to_its_queue(settings, fleet, jobs, tasks, fake_clock):
+    rec = fleet.reconciler(settings)
+    long_job, short_job, alive = new_job(jobs, "long"), new_job(jobs, "short"), new_job(jobs, "long")
+    old = running_task(jobs, tasks, long_job, group_task(2), "engine")
+    running_task(jobs, tasks, short_job, "whole", "short")
+    beating = running_task(jobs, tasks, alive, "ingest", "cpu")
+    fake_clock.advance(30 * S)
+    tasks.heartbeat(beating)
+    fake_clock.advance(31 * S)
+    assert rec.run_once() == {"taken_back": 2, "resent": 0, "scheduled": 0}
+    assert sorted(fleet.sent) == sorted([(long_job, group_task(2), "engine", 0.0), (short_job, "whole", "short", 0.0)])
+    back = task_row(tasks, long_job, group_task(2))
+    assert (back.state, back.lease, back.worker_id, back.takeovers) == ("queued", None, None, 1)
+    assert not tasks.heartbeat(old)  # the silent worker, should it wake, stops
+    assert task_row(tasks, alive, "ingest").state == "running"
+    assert {jobs.get_any(j).state for j in (long_job, short_job, alive)} == {"running"}
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0}
+    assert len(fleet.sent) == 2
+
+
+def test_the_max_attempts_th_takeover_fails_the_job_and_its_open_tasks(settings, fleet, jobs, tasks, fake_clock):
+    rec = fleet.reconciler(settings)
+    job = new_job(jobs, "long", callback_url="https://example.com/hook")
+    tasks.finish(running_task(jobs, tasks, job, "ingest", "cpu"))
+    name = group_task(0)
+    for n in range(1, MAX_ATTEMPTS):
+        running_task(jobs, tasks, job, name, "engine")
+        fake_clock.advance(PAST_LEASE)
+        assert rec.run_once() == {"taken_back": 1, "resent": 0, "scheduled": 0}
+        assert task_row(tasks, job, name).takeovers == n
+        assert fleet.sent[-1] == (job, name, "engine", 0.0) and len(fleet.sent) == n
+    tasks.add(job, [(group_task(1), "engine")])
+    tasks.finish(running_task(jobs, tasks, job, group_task(5), "engine"))
+    running_task(jobs, tasks, job, name, "engine")
+    fake_clock.advance(PAST_LEASE)
+    assert rec.run_once()["taken_back"] == 0
+    assert len(fleet.sent) == MAX_ATTEMPTS - 1  # not sent again
+    failed = jobs.get_any(job)
+    assert failed.state == "failed" and failed.error["code"] == "too_many_attempts"
+    assert failed.error == too_many_attempts(settings)
+    assert fleet.announced == [job]
+    states = {t.name: (t.state, (t.error or {}).get("code")) for t in tasks.of_job(job)}
+    assert states == {
+        "ingest": ("done", None),
+        name: ("failed", "too_many_attempts"),
+        group_task(1): ("failed", "too_many_attempts"),
+        group_task(5): ("done", None),
+    }
+    assert tasks.open_count(job) == 0
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0}
+    assert fleet.announced == [job]
+
+
+def test_a_queued_task_never_started_is_sent_again_once_per_pass_that_finds_it(settings, fleet, jobs, tasks,
+                                                                                  fake_clock):
+    rec = fleet.reconciler(settings)
+    job = new_job(jobs, "long")
+    tasks.add(job, [("ingest", "cpu")])  # its message was lost
+    fake_clock.advance(100 * S)
+    tasks.add(job, [(group_task(0), "engine")])  # sent 100 s later
+    fake_clock.advance(21 * S)
+    assert rec.run_once() == {"taken_back": 0, "resent": 1, "scheduled": 0}
+    assert fleet.sent == [(job, "ingest", "cpu", 0.0)]
+    assert rec.run_once()["resent"] == 0  # touch moved its enqueued_at
+    fake_clock.advance(100 * S)
+    assert rec.run_once()["resent"] == 1  # the group's turn
+    assert fleet.sent[-1] == (job, group_task(0), "engine", 0.0)
+    fake_clock.advance(21 * S)
+    assert rec.run_once()["resent"] == 1  # the ingest again
+    assert fleet.sent == [(job, "ingest", "cpu", 0.0), (job, group_task(0), "engine", 0.0), (job, "ingest", "cpu", 0.0)]
+    assert jobs.get_any(job).state == "queued"
+    assert tasks.start(job, "ingest", "w1") is not None  # a copy starts it once
+    assert tasks.start(job, "ingest", "w2") is None
+
+
+@pytest.mark.parametrize("lane, first, queue", [("short", "whole", "short"), ("long", "ingest", "cpu")])
+def test_a_queued_job_with_no_task_gets_its_first_task(settings, fleet, jobs, tasks, fake_clock, lane, first, queue):
+    rec = fleet.reconciler(settings)
+    job = new_job(jobs, lane)  # the API died before sending it
+    fake_clock.advance(30 * S)
+    recent = new_job(jobs, lane)
+    assert rec.run_once()["scheduled"] == 0  # within the grace
+    fake_clock.advance(31 * S)
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 1}
+    assert fleet.sent == [(job, first, queue, 0.0)]
+    assert [(t.name, t.queue, t.state) for t in tasks.of_job(job)] == [(first, queue, "queued")]
+    assert tasks.of_job(recent) == []
+    assert rec.run_once()["scheduled"] == 0  # it has a task now
+    fake_clock.advance(30 * S)
+    assert rec.run_once()["scheduled"] == 1
+    assert fleet.sent[-1] == (recent, first, queue, 0.0)
+
+
+def test_a_running_job_whose_tasks_are_all_done_and_quiet_gets_its_next_tasks(settings, fleet, jobs, tasks,
+                                                                             fake_clock):
+    """Its worker died between finishing a task and queueing the next ones."""
+    rec = fleet.reconciler(settings)
+    options = {"formats": ["md"], "ocr": "off"}
+    quiet = new_job(jobs, "long", options=options, pages_total=3)
+    tasks.finish(running_task(jobs, tasks, quiet, "ingest", "cpu"))
+    beating = new_job(jobs, "long", options=options, pages_total=3)
+    tasks.finish(running_task(jobs, tasks, beating, "ingest", "cpu"))
+    fake_clock.advance(PAST_LEASE)
+    jobs.heartbeat(beating)  # its worker is still queueing
+    counts = rec.run_once()
+    assert counts["scheduled"] == len(fleet.sent) >= 1
+    queued = {(quiet, t.name, t.queue, 0.0) for t in tasks.of_job(quiet) if t.state == "queued"}
+    assert set(fleet.sent) == queued and len(queued) == len(fleet.sent)
+    assert [t.name for t in tasks.of_job(beating)] == ["ingest"]
+    assert rec.run_once()["scheduled"] == 0  # it has open tasks now
+
+
+def race(reconcilers: list[TaskReconciler]) -> list[dict[str, int]]:
+    """One pass of every reconciler, all at once."""
+    barrier = threading.Barrier(len(reconcilers))
+
+    def one(rec):
+        barrier.wait()
+        return rec.run_once()
+
+    with ThreadPoolExecutor(len(reconcilers)) as pool:
+        return list(pool.map(one, reconcilers))
+
+
+def test_two_reconcilers_at_once_take_back_and_send_each_stale_task_once(settings, fleet, jobs, tasks, fake_clock,
+                                                                         db_engine):
+    stale = []
+    for i in range(12):
+        job = new_job(jobs, "long")
+        running_task(jobs, tasks, job, group_task(i), "engine")
+        stale.append((job, group_task(i), "engine", 0.0))
+    fake_clock.advance(PAST_LEASE)
+    counts = race([fleet.reconciler(settings), fleet.reconciler(settings)])
+    assert sorted(fleet.sent) == sorted(stale), counts  # each once
+    assert sum(c["taken_back"] for c in counts) == len(stale)
+    assert all(t.takeovers == 1 and t.state == "queued" for job, *_ in stale for t in tasks.of_job(job))
+
+
+def test_two_reconcilers_at_once_resend_each_lost_message_once(settings, fleet, jobs, tasks, fake_clock, db_engine):
+    lost = []
+    for _ in range(12):
+        job = new_job(jobs, "long")
+        tasks.add(job, [("ingest", "cpu")])
+        lost.append((job, "ingest", "cpu", 0.0))
+    fake_clock.advance(PAST_REDELIVER)
+    counts = race([fleet.reconciler(settings), fleet.reconciler(settings)])
+    assert sorted(fleet.sent) == sorted(lost), counts  # each once
+    assert sum(c["resent"] for c in counts) == len(lost)
