@@ -93,14 +93,6 @@ def sender(app: Celery) -> Send:
     return send
 
 
-def deliver_webhooks_soon(app: Celery) -> None:
-    """Ask a cpu worker for an outbox pass (best effort: the loops poll anyway)."""
-    try:
-        app.send_task(DELIVER_WEBHOOKS, queue="cpu", retry=False)
-    except Exception:
-        pass
-
-
 # -- worker processes ---------------------------------------------------------------
 
 
