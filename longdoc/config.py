@@ -229,6 +229,10 @@ class QueueSettings(_Section):
     render_ahead_groups: int = Field(default=4, ge=1, description="celery: page groups of one document rendered "
                                      "(on cpu workers, into the store) ahead of the engine workers; bounds the "
                                      "rendered images a document keeps in the store at once")
+    worker_metrics_port: int | None = Field(default=None, ge=1, le=65535, description="celery: each worker "
+                                            "process serves its own Prometheus metrics (pages, stage seconds, "
+                                            "webhook attempts) on this port plus its pool index (0, 1, …); "
+                                            "null = off")
     max_tasks_per_child: int | None = Field(default=200, ge=1, description="celery: a worker process is "
                                             "replaced after this many tasks (the OCR runtime's memory arena never "
                                             "shrinks); null = never")

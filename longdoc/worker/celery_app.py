@@ -141,11 +141,26 @@ def _start_background(**_: Any) -> None:
     config["authkey"] = multiprocessing.process.AuthenticationString(os.urandom(32))
     rt = runtime()
     q = rt.settings.queue
+    if q.worker_metrics_port is not None:
+        _serve_metrics(rt, q.worker_metrics_port)
     reconciler = TaskReconciler(rt.settings, rt.jobs, rt.tasks, rt.steps, rt.finisher)
     _state["loops"] = [Loop(reconciler.run_once, q.reconcile_interval_seconds, "longdoc-reconciler").start()]
     stop = threading.Event()
     _state["outbox_stop"] = stop
     threading.Thread(target=rt.outbox.run, args=(stop,), name="longdoc-outbox", daemon=True).start()
+
+
+def _serve_metrics(rt: Any, base_port: int) -> None:
+    """This process's registry on ``base_port`` + its pool index (a process
+    replaced after ``max_tasks_per_child`` takes its predecessor's index)."""
+    from billiard.process import current_process
+    from prometheus_client import start_http_server
+
+    index = getattr(current_process(), "index", 0) or 0
+    try:
+        start_http_server(base_port + index, addr=rt.settings.service.host, registry=rt.metrics.registry)
+    except OSError as exc:  # the port is taken (e.g. by a predecessor not yet gone): run without
+        log.warning("worker metrics not served", extra={"port": base_port + index, "error": str(exc)})
 
 
 @signals.worker_process_shutdown.connect
