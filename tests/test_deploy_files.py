@@ -86,6 +86,7 @@ def test_fleet_config_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.storage.url == "s3://longdoc/prod"
     assert settings.storage.s3.endpoint_url == "http://minio:9000"
     assert settings.queue.redeliver_after_seconds > settings.queue.lease_seconds
+    assert settings.queue.worker_metrics_port is not None
 
 
 def test_fleet_config_loads_without_the_admin_token(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -208,10 +209,92 @@ def test_guide_environment_variables_exist() -> None:
             assert _has_key(Settings, _env_key(var)), var
 
 
-def test_guide_quotes_the_defaults_it_names() -> None:
-    from longdoc.config import LimitSettings, QueueSettings, ServiceSettings
+def _default(path: list[str]):
+    value = Settings()
+    for part in path:
+        value = getattr(value, part)
+    return value
 
+
+def test_guide_quotes_the_defaults_it_names() -> None:
+    """Every "`section.key` (N)" in the guide quotes the key's default."""
+    quoted = re.findall(r"`((?:" + "|".join(SECTIONS) + r")\.[a-z0-9_.]+)`\s+\((\d+)\)", _guide())
+    names = {name for name, _ in quoted}
+    assert {"service.short_doc_pages", "limits.worker_memory_mb", "queue.task_retries", "queue.render_ahead_groups",
+            "database.pool_size", "database.max_overflow"} <= names
+    wrong = [(name, n, _default(name.split("."))) for name, n in quoted if _default(name.split(".")) != int(n)]
+    assert not wrong, f"docs/operations.md quotes other defaults than the code's: {wrong}"
+
+
+def test_guide_database_arithmetic() -> None:
+    """The guide's per-process connection figure is pool_size + max_overflow,
+    and compose's PostgreSQL has room for every longdoc process of the file."""
+    from longdoc.config import DatabaseSettings
+
+    per_process = DatabaseSettings().pool_size + DatabaseSettings().max_overflow
+    assert f"× {per_process} below `max_connections`" in _guide()
+    services = _compose()["services"]
+    processes = services["api"]["deploy"]["replicas"] + sum(
+        int(args[args.index("--concurrency") + 1]) for name, args in _commands()
+        if name.startswith("worker") and "--concurrency" in args)
+    max_connections = int(next(a.split("=", 1)[1] for a in services["postgres"]["command"]
+                               if a.startswith("max_connections=")))
+    assert processes * per_process <= max_connections
+    assert f"need at most {processes * per_process} of its {max_connections}" in _guide()
+
+
+# -- worker metrics ---------------------------------------------------------------------
+
+
+def _worker_scrape_ports(job: dict) -> dict[str, set[int]]:
+    ports: dict[str, set[int]] = {}
+    for sd in job.get("dns_sd_configs", []):
+        for name in sd["names"]:
+            ports.setdefault(name, set()).add(int(sd["port"]))
+    for static in job.get("static_configs", []):
+        for target in static["targets"]:
+            host, _, port = target.rpartition(":")
+            ports.setdefault(host, set()).add(int(port))
+    return ports
+
+
+def test_prometheus_scrapes_every_worker_process() -> None:
+    """Each longdoc worker service is scraped on queue.worker_metrics_port
+    (deploy/longdoc.yaml, or the service's own override) + every pool index
+    0 .. --concurrency - 1, and on nothing else."""
+    config = yaml.safe_load((DEPLOY / "longdoc.yaml").read_text(encoding="utf-8"))
+    base = config["queue"]["worker_metrics_port"]
+    assert isinstance(base, int)
+    prometheus = yaml.safe_load((DEPLOY / "prometheus.yml").read_text(encoding="utf-8"))
+    scraped: dict[str, set[int]] = {}
+    for job in prometheus["scrape_configs"]:
+        for host, ports in _worker_scrape_ports(job).items():
+            scraped.setdefault(host, set()).update(ports)
+    workers = {name: svc for name, svc in _longdoc_services().items() if svc["command"][0] == "worker"}
+    assert set(workers) >= {"worker-cpu", "worker-engine"}
+    for name, svc in workers.items():
+        args = [str(a) for a in svc["command"]]
+        concurrency = int(args[args.index("--concurrency") + 1]) if "--concurrency" in args else 1
+        port = int(svc["environment"].get("LONGDOC_QUEUE__WORKER_METRICS_PORT", base))
+        assert scraped.get(name) == set(range(port, port + concurrency)), name
+    api_port = config["service"]["port"]
+    assert scraped.get("api") == {api_port}
+
+
+def test_worker_metrics_are_not_published() -> None:
+    for name, svc in _longdoc_services().items():
+        if svc["command"][0] == "worker":
+            assert "ports" not in svc, f"{name} publishes ports"
+
+
+def test_worker_metrics_port_is_served_where_the_guide_says() -> None:
+    """The guide's worker metrics are in a worker process's registry (the
+    same Metrics the worker runtime builds)."""
+    from longdoc.jobs.metrics import Metrics
+
+    families = {family.name for family in Metrics().registry.collect()}
+    for name in ("longdoc_pages", "longdoc_stage_seconds", "longdoc_jobs_finished", "longdoc_webhook_attempts"):
+        assert name in families
+    assert any(f.startswith("process_") for f in families)
     text = _guide()
-    assert f"`service.short_doc_pages` ({ServiceSettings().short_doc_pages})" in text
-    assert f"`limits.worker_memory_mb` ({LimitSettings().worker_memory_mb})" in text
-    assert "(5: about a minute)" in text and QueueSettings().task_retries == 5
+    assert "`queue.worker_metrics_port`" in text and "pool index" in text
