@@ -55,8 +55,8 @@ def serve(
 
 def worker(
     config: ConfigOpt = None,
-    queues: Annotated[str, typer.Option("--queues", help="Queues to take tasks from: cpu (ingest, assemble), "
-                                        "engine (page groups), short (every task of short documents).")]
+    queues: Annotated[str, typer.Option("--queues", help="Queues to take tasks from: cpu (ingest, render, "
+                                        "assemble), engine (page groups), short (short documents, run whole).")]
     = "cpu,engine,short",
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Worker processes (each runs one "
                                              "task at a time).")] = 1,

@@ -100,8 +100,10 @@ def queue_for(job: Job, name: str) -> str:
 
 def _ahead(names: list[str], rows: dict[str, str], limit: int) -> list[str]:
     """Render tasks to queue: the next groups not yet rendered, while fewer
-    than ``limit`` rendered groups wait for (or run on) the engine."""
-    waiting = sum(1 for i, n in enumerate(names) if render_task(i) in rows and rows.get(n) != DONE)
+    than ``limit`` groups are rendered (or rendering) and not yet taken by
+    an engine worker. Groups the engine runs do not count: a document may
+    use every engine worker, with at most ``limit`` groups waiting."""
+    waiting = sum(1 for i, n in enumerate(names) if render_task(i) in rows and rows.get(n) not in (RUNNING, DONE))
     fresh = [render_task(i) for i in range(len(names)) if render_task(i) not in rows]
     return fresh[:max(0, limit - waiting)]
 
@@ -313,12 +315,12 @@ class FleetSteps:
         error = exc.to_dict() if hasattr(exc, "to_dict") else {"code": type(exc).__name__}
         if lease.attempt > self.settings.queue.task_retries:
             return self._job_failed(job, lease, exc, None)
+        delay_s = min(300.0, 2.0 ** lease.attempt)
         try:
-            released = self.tasks.release(lease, error)
+            released = self.tasks.release(lease, error, due_in_s=delay_s)
         except DatabaseUnavailable:
             return "retry"  # the lease runs out; the reconciler queues it again
         if released:
-            delay_s = min(300.0, 2.0 ** lease.attempt)
             log.warning("task hit a transient fault; retrying", extra={
                 "job_id": job.id, "task": lease.name, "error": error.get("code"), "delay_s": delay_s})
             self.send_task(job.id, lease.name, queue_for(job, lease.name), delay_s)

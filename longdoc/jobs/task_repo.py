@@ -156,10 +156,13 @@ class TaskRepo(_Repo):
         return self._held(lease, state=FAILED if failed else DONE, error=error, finished_at=self._now(),
                           lease=None)
 
-    def release(self, lease: Lease, error: dict[str, Any] | None = None) -> bool:
-        """running → queued after a transient fault (the caller sends it again)."""
+    def release(self, lease: Lease, error: dict[str, Any] | None = None, due_in_s: float = 0.0) -> bool:
+        """running → queued after a transient fault; the caller sends it
+        again to be run in ``due_in_s`` (its backoff), and ``enqueued_at``
+        is set to that moment, so the reconciler does not take the wait for
+        a lost message."""
         return self._held(lease, state=QUEUED, error=error, lease=None, worker_id=None,
-                          enqueued_at=self._now())
+                          enqueued_at=self._now() + timedelta(seconds=due_in_s))
 
     def _held(self, held: Lease, **values: Any) -> bool:
         with self._tx() as s:

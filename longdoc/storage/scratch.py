@@ -87,6 +87,11 @@ class ScratchDir:
             _remove(path)
 
 
+def remove_tree(path: Path) -> None:
+    """Remove a folder (or file) left by another process; missing is fine."""
+    _remove(path)
+
+
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)

@@ -3,11 +3,11 @@ the per-process runtime of worker processes.
 
 Messages carry ids only::
 
-    longdoc.run_task(job_id, name)      one task of a job (ingest, group:N, assemble)
+    longdoc.run_task(job_id, name)      one task of a job (whole, ingest, render:N, group:N, assemble)
     longdoc.deliver_webhooks()          one pass of the webhook outbox
 
-Queues: ``cpu`` (ingest, assemble), ``engine`` (page groups), ``short``
-(every task of a short document). Delivery is at least once and the
+Queues: ``cpu`` (ingest, render, assemble), ``engine`` (page groups),
+``short`` (a short document, run whole as one task). Delivery is at least once and the
 database decides what runs (see :mod:`longdoc.jobs.steps`): late
 acknowledgement (a message is acknowledged after its task ran, so a worker
 killed mid-task leaves it to be delivered again), a worker that dies takes
@@ -112,8 +112,23 @@ def runtime():
         scratch = Path(settings.service.work_dir) / f"fleet-{os.getpid()}"
         rt = WorkerRuntime(settings, worker_id("worker"), scratch_root=scratch, send=sender(app))
         rt.scratch.clear()
+        _remove_dead_scratch(Path(settings.service.work_dir))
         _state["runtime"] = rt
     return _state["runtime"]
+
+
+def _remove_dead_scratch(work_dir: Path) -> None:
+    """Scratch folders of worker processes of this host that are gone
+    (replaced after max_tasks_per_child, or killed): their copies of
+    originals would otherwise stay on disk."""
+    import psutil
+
+    from longdoc.storage.scratch import remove_tree
+
+    for folder in work_dir.glob("fleet-*"):
+        pid = folder.name.removeprefix("fleet-")
+        if pid.isdigit() and int(pid) != os.getpid() and not psutil.pid_exists(int(pid)):
+            remove_tree(folder)
 
 
 def _run_task(job_id: str, name: str) -> str:
