@@ -21,6 +21,7 @@ RUNS = [
     ["worker_memory.py"],
     ["kv_scaling.py", "--json", "kv_scaling.json", "--png", "kv_scaling.png"],
     ["service_load.py", "--clients", "8", "--per-client", "4", "--scans", "4", "--jobs", "0"],
+    ["fleet.py", "--json", "bench/results/fleet.json"],
 ]
 
 
