@@ -23,6 +23,8 @@ from tests.service.helpers import accepted, submit, wait_terminal
 from tests.worker.conftest import wait_for
 
 RECORD = re.compile(r"Record (\d+)\.")
+#: 300 pages in 20 groups (stride 15): enough tasks to kill one mid-document, few enough to stay quick
+LARGER_GROUPS = {"page_chunk_size": 16, "chunk_overlap": 1}
 pytestmark = pytest.mark.slow
 
 
@@ -107,7 +109,7 @@ def _local_env(fleet) -> dict[str, str]:
 
 
 def test_a_worker_killed_mid_document_loses_and_duplicates_no_page(start_fleet, doc_300):
-    fleet = start_fleet(workers=2)
+    fleet = start_fleet(workers=2, inference=LARGER_GROUPS)
     key = fleet.create_key("kill9")
     with fleet.api.http(key) as http:
         job = accepted(submit(http, doc_300.pdf_path, {"formats": ["txt", "json"]}))
@@ -127,7 +129,7 @@ def test_a_worker_killed_mid_document_loses_and_duplicates_no_page(start_fleet, 
 
 
 def test_a_broker_restart_mid_document_loses_no_task(start_fleet, doc_300):
-    fleet = start_fleet(workers=2)
+    fleet = start_fleet(workers=2, inference=LARGER_GROUPS)
     key = fleet.create_key("redis")
     with fleet.api.http(key) as http:
         job = accepted(submit(http, doc_300.pdf_path, {"formats": ["txt", "json"]}))
@@ -141,7 +143,7 @@ def test_a_broker_restart_mid_document_loses_no_task(start_fleet, doc_300):
 
 
 def test_an_api_restart_mid_document_changes_nothing_for_the_job(start_fleet, doc_300):
-    fleet = start_fleet(workers=2)
+    fleet = start_fleet(workers=2, inference=LARGER_GROUPS)
     key = fleet.create_key("api")
     with fleet.api.http(key) as http:
         job = accepted(submit(http, doc_300.pdf_path, {"formats": ["txt", "json"]}))
@@ -207,7 +209,7 @@ def test_a_scan_read_by_an_engine_worker_that_never_opens_it_equals_the_cli(star
     engine.wait_ready()
     key = fleet.create_key("scan")
     with fleet.api.http(key) as http:
-        job = accepted(submit(http, sample_pdf, {"formats": ["txt", "md"]}))
+        job = accepted(submit(http, sample_pdf, {"formats": ["txt", "md"], "dpi": 150}))
         final = wait_terminal(http, job["id"], timeout=300)
         assert final["state"] == "succeeded", final
         got = {fmt: http.get(f"/v1/jobs/{job['id']}/result", params={"format": fmt}).content for fmt in ("txt", "md")}
@@ -223,8 +225,8 @@ def test_a_scan_read_by_an_engine_worker_that_never_opens_it_equals_the_cli(star
                      j=job["id"]) == [(4,)]
     out = tmp_path / "cli"
     subprocess.run([sys.executable, "-m", "longdoc.cli", "parse", str(sample_pdf), "-o", str(out), "--format",
-                    "txt,md", "--config", str(fleet.api.config_path)], check=True, capture_output=True, timeout=300,
-                   env=_local_env(fleet))
+                    "txt,md", "--dpi", "150", "--config", str(fleet.api.config_path)], check=True,
+                   capture_output=True, timeout=300, env=_local_env(fleet))
     assert got["txt"] == (out / "sample.txt").read_bytes()
     assert got["md"] == (out / "sample.md").read_bytes()
 
