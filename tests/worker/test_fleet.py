@@ -23,7 +23,7 @@ from tests.service.helpers import accepted, submit, wait_terminal
 from tests.worker.conftest import wait_for
 
 RECORD = re.compile(r"Record (\d+)\.")
-#: 300 pages in 20 groups (stride 15): enough tasks to kill one mid-document, few enough to stay quick
+#: 210 pages in 14 groups (stride 15): enough tasks to kill one mid-document, few enough to stay quick
 LARGER_GROUPS = {"page_chunk_size": 16, "chunk_overlap": 1}
 pytestmark = pytest.mark.slow
 
@@ -34,8 +34,8 @@ def doc_120(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def doc_300(tmp_path_factory):
-    return long_textlayer(tmp_path_factory.mktemp("fleet-docs-long"), pages=300, seed=7)
+def doc_210(tmp_path_factory):
+    return long_textlayer(tmp_path_factory.mktemp("fleet-docs-long"), pages=210, seed=7)
 
 
 def every_page_once_in_order(http: httpx.Client, job_id: str, pages: int) -> str:
@@ -108,52 +108,52 @@ def _local_env(fleet) -> dict[str, str]:
     return {**os.environ, "LONGDOC_QUEUE__BACKEND": "embedded"}
 
 
-def test_a_worker_killed_mid_document_loses_and_duplicates_no_page(start_fleet, doc_300):
+def test_a_worker_killed_mid_document_loses_and_duplicates_no_page(start_fleet, doc_210):
     fleet = start_fleet(workers=2, inference=LARGER_GROUPS)
     key = fleet.create_key("kill9")
     with fleet.api.http(key) as http:
-        job = accepted(submit(http, doc_300.pdf_path, {"formats": ["txt", "json"]}))
+        job = accepted(submit(http, doc_210.pdf_path, {"formats": ["txt", "json"]}))
         name, owner = wait_for(lambda: running_task(fleet, job["id"]), 60, "a page group running")
         victim = worker_holding(fleet, owner)
         victim.kill9()
         done_at_kill = len(page_rows(fleet, job["id"]))
         final = wait_terminal(http, job["id"], timeout=240)
         assert final["state"] == "succeeded", final
-        assert done_at_kill < 300
-        every_page_once_in_order(http, job["id"], 300)
-    assert page_rows(fleet, job["id"]) == list(range(1, 301))
+        assert done_at_kill < 210
+        every_page_once_in_order(http, job["id"], 210)
+    assert page_rows(fleet, job["id"]) == list(range(1, 211))
     state, attempts, worker = tasks_of(fleet, job["id"])[name]
     assert state == "done" and attempts >= 2 and worker != owner, (name, state, attempts, worker)
     survivor = next(w for w in fleet.workers if w is not victim)
     assert "task taken back from a silent worker" in survivor.log_text()
 
 
-def test_a_broker_restart_mid_document_loses_no_task(start_fleet, doc_300):
+def test_a_broker_restart_mid_document_loses_no_task(start_fleet, doc_210):
     fleet = start_fleet(workers=2, inference=LARGER_GROUPS)
     key = fleet.create_key("redis")
     with fleet.api.http(key) as http:
-        job = accepted(submit(http, doc_300.pdf_path, {"formats": ["txt", "json"]}))
-        wait_for(lambda: 0 < len(page_rows(fleet, job["id"])) < 150, 60, "the document half way")
+        job = accepted(submit(http, doc_210.pdf_path, {"formats": ["txt", "json"]}))
+        wait_for(lambda: 0 < len(page_rows(fleet, job["id"])) < 105, 60, "the document half way")
         fleet.restart_redis()   # every queued message is gone with it
         final = wait_terminal(http, job["id"], timeout=240)
         assert final["state"] == "succeeded", final
-        every_page_once_in_order(http, job["id"], 300)
-    assert page_rows(fleet, job["id"]) == list(range(1, 301))
+        every_page_once_in_order(http, job["id"], 210)
+    assert page_rows(fleet, job["id"]) == list(range(1, 211))
     assert any("reconciled" in w.log_text() for w in fleet.workers)
 
 
-def test_an_api_restart_mid_document_changes_nothing_for_the_job(start_fleet, doc_300):
+def test_an_api_restart_mid_document_changes_nothing_for_the_job(start_fleet, doc_210):
     fleet = start_fleet(workers=2, inference=LARGER_GROUPS)
     key = fleet.create_key("api")
     with fleet.api.http(key) as http:
-        job = accepted(submit(http, doc_300.pdf_path, {"formats": ["txt", "json"]}))
-        wait_for(lambda: 0 < len(page_rows(fleet, job["id"])) < 150, 60, "the document half way")
+        job = accepted(submit(http, doc_210.pdf_path, {"formats": ["txt", "json"]}))
+        wait_for(lambda: 0 < len(page_rows(fleet, job["id"])) < 105, 60, "the document half way")
     fleet.api.kill9()
     fleet.api.start()
     with fleet.api.http(key) as http:
         final = wait_terminal(http, job["id"], timeout=240)
         assert final["state"] == "succeeded" and final["attempts"] == 0, final
-        every_page_once_in_order(http, job["id"], 300)
+        every_page_once_in_order(http, job["id"], 210)
     assert "job recovered" not in fleet.api.log_text()  # the API recovers nothing: the workers' leases are alive
 
 
@@ -209,7 +209,7 @@ def test_a_scan_read_by_an_engine_worker_that_never_opens_it_equals_the_cli(star
     engine.wait_ready()
     key = fleet.create_key("scan")
     with fleet.api.http(key) as http:
-        job = accepted(submit(http, sample_pdf, {"formats": ["txt", "md"], "dpi": 150}))
+        job = accepted(submit(http, sample_pdf, {"formats": ["txt", "md"], "dpi": 100}))
         final = wait_terminal(http, job["id"], timeout=300)
         assert final["state"] == "succeeded", final
         got = {fmt: http.get(f"/v1/jobs/{job['id']}/result", params={"format": fmt}).content for fmt in ("txt", "md")}
@@ -225,7 +225,7 @@ def test_a_scan_read_by_an_engine_worker_that_never_opens_it_equals_the_cli(star
                      j=job["id"]) == [(4,)]
     out = tmp_path / "cli"
     subprocess.run([sys.executable, "-m", "longdoc.cli", "parse", str(sample_pdf), "-o", str(out), "--format",
-                    "txt,md", "--dpi", "150", "--config", str(fleet.api.config_path)], check=True,
+                    "txt,md", "--dpi", "100", "--config", str(fleet.api.config_path)], check=True,
                    capture_output=True, timeout=300, env=_local_env(fleet))
     assert got["txt"] == (out / "sample.txt").read_bytes()
     assert got["md"] == (out / "sample.md").read_bytes()
