@@ -158,6 +158,8 @@ class Fleet:
             "service": {"rate_limit_per_minute": 100_000, "work_dir": str(root / "work")},
             "inference": {"workers": 1, "page_chunk_size": 8, "chunk_overlap": 1},
         }, overrides)
+        if not config["queue"]["broker_url"].startswith("redis"):  # request counts still live in a Redis
+            config["service"].setdefault("rate_limit_storage_url", self.redis.url)
         os.environ.update(AWS_ENV)  # the API inherits the environment (Server starts it)
         self.api = Server(root / "api", database_url, **config)
         self.workers: list[Worker] = []
