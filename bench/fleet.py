@@ -55,7 +55,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -79,11 +78,11 @@ from longdoc.engines.backends import cpu_model
 from tests.docgen import english_report, long_textlayer, rasterize, to_png
 from tests.pg import PG_ADMIN_URL, PgServer
 from tests.service.conftest import Server
+from tests.worker.conftest import REDIS_SERVER, Redis  # the tests' private redis-server
 
 for _name in [k for k in os.environ if k.startswith("LONGDOC_")]:
     del os.environ[_name]  # the config file alone defines every process of the run
 
-REDIS_SERVER = shutil.which("redis-server")
 QUEUES = "cpu,engine,short"
 CHUNK, OVERLAP = 16, 1
 OPTIONS = {"formats": ["md", "json", "txt"], "ocr": "auto"}
@@ -163,12 +162,6 @@ def check_distinct(docs: list[Doc]) -> None:
 # --- processes ---------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def kill_group(proc: subprocess.Popen | None, grace_s: float = 20) -> None:
     """SIGTERM the process, wait up to ``grace_s``, then SIGKILL its whole
     process group (it was started in a session of its own)."""
@@ -186,34 +179,6 @@ def kill_group(proc: subprocess.Popen | None, grace_s: float = 20) -> None:
         pass
     if proc.poll() is None:
         proc.wait(30)
-
-
-class Redis:
-    """A private redis-server without persistence."""
-
-    def __init__(self, root: Path) -> None:
-        self.port = free_port()
-        self.log = root / "redis.log"
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 10
-        ping = ["redis-cli", "-p", str(self.port), "ping"]
-        while subprocess.run(ping, capture_output=True, check=False).stdout.strip() != b"PONG":
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise BenchFailure(f"redis-server did not start: {self.log.read_text(errors='replace')[-500:]}")
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        kill_group(self.proc, grace_s=5)
 
 
 class Worker:

@@ -31,7 +31,7 @@ from longdoc.jobs.outbox import Outbox
 from longdoc.jobs.reconciler import JobReconciler, Loop
 from longdoc.jobs.repo import JobRepo, KeyRepo
 from longdoc.jobs.states import JobState
-from longdoc.jobs.task_repo import TaskRepo
+from longdoc.jobs.task_repo import QueueFigures, TaskRepo
 from longdoc.pipeline import ParseOptions
 from longdoc.service.auth import Authenticator, rate_limit_storage_url
 from longdoc.service.jobs_service import JobService
@@ -93,6 +93,7 @@ class Container:
         self.readiness = Readiness(warmed_up=not self.embedded)
         self._stop = threading.Event()
         self._loops: list[Loop] = []
+        self._figures: tuple[float, dict[str, QueueFigures]] | None = None
         self._install_metrics()
 
     # -- lifecycle -------------------------------------------------------------
@@ -263,9 +264,16 @@ class Container:
             ("longdoc_tasks_failed", "failed", "Tasks that failed per queue, among tasks on record"),
         ):
             m.mirror(name, doc, "queue",
-                     lambda attr=attr: {q: float(getattr(f, attr)) for q, f in self.tasks.figures().items()})
+                     lambda attr=attr: {q: float(getattr(f, attr)) for q, f in self._task_figures().items()})
         m.mirror("longdoc_worker_tasks_running", "Tasks running per worker process", "worker",
                  lambda: {w: float(n) for w, n in self.tasks.running_by_worker().items()})
+
+    def _task_figures(self) -> dict[str, QueueFigures]:
+        """The task records' figures, read once per scrape (five gauges use them)."""
+        now = time.monotonic()
+        if self._figures is None or now - self._figures[0] > 1.0:
+            self._figures = (now, self.tasks.figures())
+        return self._figures[1]
 
     def _install_engine_metrics(self) -> None:
         m = self.metrics
