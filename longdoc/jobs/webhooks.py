@@ -1,5 +1,5 @@
 """Signed job webhooks: signatures, target checks, one delivery attempt
-(:func:`attempt_delivery`), delivery with retries, a sender.
+(:func:`attempt_delivery`), delivery with retries (:func:`deliver`).
 
 The durable outbox (:mod:`longdoc.jobs.outbox`) makes its attempts with
 :func:`attempt_delivery` and waits :func:`retry_delay` between them, exactly
@@ -37,11 +37,9 @@ import ipaddress
 import itertools
 import json
 import logging
-import queue
 import random
 import re
 import socket
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -67,9 +65,6 @@ _MAX_ERROR_CHARS = 500
 
 Record = Callable[[int, int | None, str | None, int], None]
 """``(attempt 1-based, HTTP status or None, error text or None, duration_ms)``."""
-
-SenderRecord = Callable[[str, str, int, int | None, str | None, int], None]
-"""``(job_id, url, attempt, status, error, duration_ms)``."""
 
 
 # --- signatures -------------------------------------------------------------
@@ -431,110 +426,3 @@ def _describe(exc: BaseException | None) -> str:
         return "no address to connect to"
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     return text[:_MAX_ERROR_CHARS]
-
-
-# --- background sender ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Job:
-    job_id: str
-    url: str
-    payload: dict[str, Any]
-    secret: str
-
-
-_STOP = object()
-
-
-class WebhookSender:
-    """Delivers webhooks on background threads so a job runner never waits on them.
-
-    ``record(job_id, url, attempt, status, error, duration_ms)`` is called after
-    every attempt (from a sender thread; an exception it raises is logged and
-    the delivery goes on). Deliveries live in memory only: ones still queued
-    when the process dies are lost (their recorded attempts say how far they
-    got). Use as a context manager or call :meth:`close`.
-    """
-
-    def __init__(
-        self,
-        record: SenderRecord,
-        *,
-        workers: int = 2,
-        max_attempts: int = 5,
-        base_delay_s: float = 1.0,
-        max_delay_s: float = 60.0,
-        timeout_s: float = 10.0,
-        allow_private: bool = False,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        if workers < 1:
-            raise ValueError("workers must be at least 1")
-        self._record = record
-        self._options: dict[str, Any] = dict(
-            max_attempts=max_attempts,
-            base_delay_s=base_delay_s,
-            max_delay_s=max_delay_s,
-            timeout_s=timeout_s,
-            allow_private=allow_private,
-            sleep=sleep,
-        )
-        self._queue: queue.Queue[Any] = queue.Queue()
-        self._lock = threading.Lock()
-        self._closed = False
-        self._threads = [
-            threading.Thread(target=self._work, name=f"longdoc-webhooks-{i}", daemon=True)
-            for i in range(workers)
-        ]
-        for thread in self._threads:
-            thread.start()
-
-    def submit(self, job_id: str, url: str, payload: dict[str, Any], secret: str) -> None:
-        """Queue one delivery and return at once. Raises RuntimeError after :meth:`close`."""
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("WebhookSender is closed")
-            self._queue.put(_Job(job_id, url, payload, secret))
-
-    def close(self, timeout: float | None = None) -> bool:
-        """Stop taking deliveries, let the queued ones finish (up to ``timeout``
-        seconds in all) and return True when all of them did."""
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                for _ in self._threads:
-                    self._queue.put(_STOP)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for thread in self._threads:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            thread.join(remaining)
-        return not any(thread.is_alive() for thread in self._threads)
-
-    def __enter__(self) -> WebhookSender:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def _work(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is _STOP:
-                return
-            self._send(item)
-
-    def _send(self, job: _Job) -> None:
-        def record(attempt: int, status: int | None, error: str | None, duration_ms: int) -> None:
-            try:
-                self._record(job.job_id, job.url, attempt, status, error, duration_ms)
-            except Exception:
-                log.exception("recording webhook attempt %d for job %s failed", attempt, job.job_id)
-
-        try:
-            delivered = deliver(job.url, job.payload, job.secret, record=record, **self._options)
-        except Exception:
-            log.exception("webhook delivery for job %s crashed", job.job_id)
-            return
-        if not delivered:
-            log.warning("webhook for job %s to %s was not delivered", job.job_id, _redact(job.url))

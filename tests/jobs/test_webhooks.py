@@ -5,7 +5,6 @@ from __future__ import annotations
 import email.utils
 import json
 import socket
-import threading
 import time
 
 import httpx
@@ -13,7 +12,7 @@ import pytest
 
 from longdoc.errors import CallbackRefused
 from longdoc.jobs import webhooks
-from longdoc.jobs.webhooks import WebhookSender, check_target, deliver, sign, verify
+from longdoc.jobs.webhooks import check_target, deliver, sign, verify
 from tests.jobs.webhook_receiver import Receiver
 
 SECRET = "whsec_test_secret"
@@ -339,42 +338,3 @@ def test_https_request_keeps_the_name_for_sni_and_certificate_checks():
     assert request.url.host == "93.184.216.34" and request.url.port == 8443
     assert request.headers["Host"] == "hooks.example.test:8443"
     assert request.extensions["sni_hostname"] == "hooks.example.test"
-
-
-# --- background sender ------------------------------------------------------
-
-
-def test_sender_delivers_in_the_background_and_records_every_attempt(receivers):
-    receiver = receivers([(500, {}), (200, {})])
-    rows: list[tuple] = []
-    sender = WebhookSender(lambda *row: rows.append(row), allow_private=True, sleep=lambda s: None)
-    sender.submit("job-1", receiver.url(), PAYLOAD, SECRET)
-    assert sender.close(timeout=30) is True
-    assert [row[:4] for row in rows] == [
-        ("job-1", receiver.url(), 1, 500),
-        ("job-1", receiver.url(), 2, 200),
-    ]
-    with pytest.raises(RuntimeError):
-        sender.submit("job-2", receiver.url(), PAYLOAD, SECRET)
-
-
-def test_sender_survives_a_failing_recorder_and_bad_targets(receivers):
-    receiver = receivers()
-    rows: list[tuple] = []
-    lock = threading.Lock()
-
-    def record(job_id, url, attempt, status, error, duration_ms):
-        with lock:
-            rows.append((job_id, status, error))
-        if job_id == "job-broken-db":
-            raise RuntimeError("database is down")
-
-    with WebhookSender(record, workers=1, allow_private=True, sleep=lambda s: None) as sender:
-        sender.submit("job-broken-db", receiver.url(), PAYLOAD, SECRET)
-        sender.submit("job-bad-url", "ftp://example.org/x", PAYLOAD, SECRET)
-        sender.submit("job-2", receiver.url(), PAYLOAD, SECRET)
-    by_job = {job_id: (status, error) for job_id, status, error in rows}
-    assert by_job["job-broken-db"] == (200, None)
-    assert by_job["job-bad-url"][0] is None and by_job["job-bad-url"][1].startswith("callback_refused")
-    assert by_job["job-2"] == (200, None)
-    assert len(receiver.requests) == 2  # a failing recorder does not cause a re-delivery
