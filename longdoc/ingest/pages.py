@@ -77,3 +77,23 @@ def _parse_item(item: str, spec: str, page_count: int) -> tuple[int, int]:
     if start > end:
         raise fail(f"{item!r} runs backwards; write it as {end}-{start}")
     return start, end
+
+
+def selection_of_size(spec: str | None, selected_count: int) -> list[int]:
+    """The pages ``spec`` selected in a document where it selected
+    ``selected_count`` pages, without knowing the document's page count
+    (what a job records: its spec and how many pages it has).
+
+    A spec of closed items selects the same pages in any document long
+    enough; each open item (``"5-"``) grows by one page per page the
+    document has past the highest page named, and overlapping open items
+    grow together, so the page count is the highest page named plus what
+    is still missing. Raises :class:`InvalidPageRange` for a malformed spec."""
+    if spec is None:
+        return list(range(1, selected_count + 1))
+    named = [int(n) for n in re.findall(r"[0-9]+", spec)] or [1]
+    count = max(named)
+    selected = parse_page_range(spec, count)
+    if len(selected) < selected_count and re.search(r"-(,|\s*$)", spec.replace(" ", "")):
+        selected = parse_page_range(spec, count + selected_count - len(selected))
+    return selected

@@ -30,7 +30,7 @@ from longdoc.config import Settings
 from longdoc.errors import InvalidUpload, LongdocError, UploadTooLarge
 from longdoc.service.container import Container
 from longdoc.service.deps import AUTHENTICATED_KEY
-from longdoc.service.routes import admin, jobs, ops
+from longdoc.service.routes import admin, console, jobs, ops
 
 log = logging.getLogger("longdoc.service")
 
@@ -53,11 +53,13 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
 
     app = FastAPI(
         title="longdoc", version=__version__, lifespan=lifespan,
-        description="Long documents to structured text in reading order. Auth: `Authorization: Bearer <api key>`.",
+        description="Long documents to structured text in reading order. Auth: `Authorization: Bearer <api key>`. "
+                    "A web console is at [/console/](/console/).",
     )
     app.include_router(jobs.router)
     app.include_router(ops.router)
     app.include_router(admin.router)
+    console.mount(app)
     app.add_exception_handler(LongdocError, _longdoc_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)

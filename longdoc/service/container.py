@@ -35,6 +35,7 @@ from longdoc.jobs.task_repo import QueueFigures, TaskRepo
 from longdoc.pipeline import ParseOptions
 from longdoc.service.auth import Authenticator, rate_limit_storage_url
 from longdoc.service.jobs_service import JobService
+from longdoc.service.page_images import PageImages
 from longdoc.storage import keys
 from longdoc.storage.factory import store_from_url
 from longdoc.storage.scratch import ScratchDir
@@ -88,7 +89,8 @@ class Container:
             self.celery = make_app(settings)
             self.outbox = Outbox(sessions, record=lambda *a: None, worker_id=worker_id("api"))  # enqueue only
             self.dispatcher = CeleryDispatcher(self.celery, self.tasks)
-        self.service = JobService(settings, self.jobs, self.store, self.dispatcher, self.scratch,
+        self.images = PageImages(settings, self.store, settings.service.work_dir)
+        self.service = JobService(settings, self.jobs, self.store, self.dispatcher, self.scratch, self.images,
                                   on_finished=self.notify_finished)
         self.readiness = Readiness(warmed_up=not self.embedded)
         self._stop = threading.Event()
@@ -144,6 +146,7 @@ class Container:
             loop.stop()
         if self.runtime is not None:
             self.runtime.pipeline.close()
+        self.images.close()
         self.db_engine.dispose()
 
     def run_job(self, job_id: str) -> None:

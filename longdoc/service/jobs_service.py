@@ -31,7 +31,9 @@ from longdoc.errors import (
     UploadTooLarge,
 )
 from longdoc.engines import check_engine_name
+from longdoc.export.markdown import page_markdown
 from longdoc.ingest import parse_page_range
+from longdoc.ingest.pages import selection_of_size
 from longdoc.ingest.sandbox import open_sandboxed
 from longdoc.jobs.dispatch import Dispatcher
 from longdoc.jobs.models import ApiKey, Job
@@ -40,7 +42,8 @@ from longdoc.jobs.states import JobState
 from longdoc.jobs.webhooks import check_target
 from longdoc.model import Page
 from longdoc.pipeline import ParseOptions
-from longdoc.service.schemas import JobOptions, JobPublic, job_public
+from longdoc.service.page_images import PageImages
+from longdoc.service.schemas import JobOptions, JobPublic, PageList, PageSummary, job_public
 from longdoc.storage import keys
 from longdoc.storage.base import ObjectStore
 from longdoc.storage.checkpoint import StoreCheckpoint
@@ -60,11 +63,14 @@ class Submitted:
 
 class JobService:
     def __init__(self, settings: Settings, repo: JobRepo, store: ObjectStore, dispatcher: Dispatcher,
-                 scratch: ScratchDir, on_finished: Callable[[str], None] | None = None) -> None:
-        """``on_finished(job_id)`` is called when this service itself ends a
+                 scratch: ScratchDir, images: PageImages,
+                 on_finished: Callable[[str], None] | None = None) -> None:
+        """``images`` renders page images (the page viewer).
+        ``on_finished(job_id)`` is called when this service itself ends a
         job (a queued job cancelled before it ran); the runner announces the rest."""
         self.settings, self.repo, self.store, self.dispatcher = settings, repo, store, dispatcher
         self.scratch = scratch
+        self.images = images
         self.on_finished = on_finished
         #: admission (queue room, quota, dedupe, create, enqueue) is one step
         self._admission = threading.Lock()
@@ -220,6 +226,37 @@ class JobService:
             raise PageNotFound(f"Job {job_id} has no page {number}.")
         raise PageNotReady(f"Page {number} of job {job_id} is not finished yet.")
 
+    def page_list(self, key: ApiKey, job_id: str) -> PageList:
+        """Every selected page of the job with its outcome so far (pending
+        until its group reports)."""
+        job = self.get(key, job_id)
+        rows = {row.page: row for row in self.repo.pages(job.id)}
+        numbers = selection_of_size(job.options.get("pages"), job.pages_total) if job.pages_total else []
+        pages = [PageSummary(number=n, status="pending") for n in numbers if n not in rows]
+        pages += [PageSummary(number=r.page, status="ok" if r.status == "ok" else "failed", error=r.error,
+                              text_source=r.text_source, seconds=r.seconds) for r in rows.values()]
+        return PageList(job_id=job.id, state=job.state, pages_total=job.pages_total,
+                        pages=sorted(pages, key=lambda p: p.number))
+
+    def page_markdown(self, key: ApiKey, job_id: str, number: int) -> str:
+        """A finished page as Markdown (what the Markdown export holds for it)."""
+        return page_markdown(self.page(key, job_id, number))
+
+    def page_image(self, key: ApiKey, job_id: str, number: int, dpi: float) -> bytes:
+        """Page ``number`` of the job's original as JPEG, turned like its
+        result when the result read it rotated. Raises JobNotFound (another
+        tenant's job too), JobExpired, PageNotFound (a page the job did not
+        select), the page's render errors."""
+        job = self.get(key, job_id)
+        self._not_expired(job)
+        count = self.images.page_count(job)
+        selected = parse_page_range(job.options.get("pages"), count)
+        if number not in selected:
+            raise PageNotFound(f"Job {job_id} has no page {number}; it reads pages "
+                               f"{_span(selected)} of {count}.", page=number)
+        done = StoreCheckpoint(self.store, keys.checkpoint_prefix(job.tenant, job.id)).load_page(number)
+        return self.images.jpeg(job, number, dpi, rotation=done.rotation if done is not None else 0)
+
     def result_stream(self, key: ApiKey, job_id: str, fmt: str) -> tuple[Iterator[bytes], str, int]:
         """``(chunks, media type, size)`` of a finished job's export; raises
         JobNotFinished (202), JobFailed (409), JobExpired (410)."""
@@ -264,6 +301,7 @@ class JobService:
             if was_queued and current.state == JobState.CANCELLED.value and self.on_finished is not None:
                 self.on_finished(current.id)  # it never ran, so no runner will announce it
             return self.public(current)
+        self.images.forget(job.id)
         self.store.delete_prefix(keys.job_prefix(job.tenant, job.id))
         self.scratch.remove_job(job.id)
         self.repo.delete(job.id)
@@ -306,6 +344,10 @@ def safe_name(filename: str | None) -> str:
     room = MAX_NAME_BYTES - len(tail.encode("utf-8", "replace"))
     head = (name[: -len(tail)] if tail else name).encode("utf-8", "replace")[:room].decode("utf-8", "ignore")
     return head + tail
+
+
+def _span(numbers: list[int]) -> str:
+    return f"{numbers[0]}-{numbers[-1]}" if len(numbers) > 1 else str(numbers[0])
 
 
 def _chunks(f: BinaryIO) -> Iterator[bytes]:

@@ -77,6 +77,23 @@ class JobList(BaseModel):
     next: str | None = None
 
 
+class PageSummary(BaseModel):
+    number: int = Field(description="1-based page number in the source document")
+    status: Literal["ok", "failed", "pending"]
+    error: dict[str, Any] | None = Field(default=None, description="code and message of a failed page")
+    text_source: str | None = None
+    seconds: float | None = None
+
+
+class PageList(BaseModel):
+    """Every selected page of a job with its outcome so far."""
+
+    job_id: str
+    state: str
+    pages_total: int | None = None
+    pages: list[PageSummary]
+
+
 class KeyCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

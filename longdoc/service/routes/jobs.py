@@ -9,13 +9,13 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, File, Form, Header, Query, Request, Response, UploadFile
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse
 
 from longdoc.errors import JobNotFinished
 from longdoc.jobs.states import JobState
 from longdoc.model import Page
 from longdoc.service.deps import ContainerDep, JobsDep, KeyDep
-from longdoc.service.schemas import ErrorResponse, JobList, JobPublic
+from longdoc.service.schemas import ErrorResponse, JobList, JobPublic, PageList
 
 router = APIRouter(prefix="/v1", tags=["jobs"])
 
@@ -97,10 +97,36 @@ async def job_events(request: Request, key: KeyDep, jobs: JobsDep, container: Co
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
-@router.get("/jobs/{job_id}/pages/{number}", response_model=Page, responses=ERRORS)
-def get_page(key: KeyDep, jobs: JobsDep, job_id: str, number: int) -> Page:
-    """One page's result (the document model's Page) once its group is done."""
+@router.get("/jobs/{job_id}/pages", response_model=PageList, responses=ERRORS)
+def list_pages(key: KeyDep, jobs: JobsDep, job_id: str) -> PageList:
+    """Every selected page with its outcome so far: ok, failed (with its
+    error code), or pending."""
+    return jobs.page_list(key, job_id)
+
+
+@router.get("/jobs/{job_id}/pages/{number}", response_model=Page, responses={
+    **ERRORS, 200: {"content": {"application/json": {}, "text/markdown": {}}}})
+def get_page(key: KeyDep, jobs: JobsDep, job_id: str, number: int,
+             format: Annotated[Literal["json", "md"], Query()] = "json"):
+    """One page's result once its group is done: the document model's Page,
+    or with ``format=md`` the page's Markdown."""
+    if format == "md":
+        return PlainTextResponse(jobs.page_markdown(key, job_id, number), media_type="text/markdown; charset=utf-8")
     return jobs.page(key, job_id, number)
+
+
+@router.get("/jobs/{job_id}/pages/{number}/image", responses={
+    **ERRORS, 200: {"content": {"image/jpeg": {}}, "description": "the page as JPEG"}},
+    response_class=Response)
+def get_page_image(key: KeyDep, jobs: JobsDep, job_id: str, number: int,
+                   dpi: Annotated[int, Query(ge=36, le=300, description="resolution; lower when the page "
+                                                                     "would pass limits.max_render_pixels")] = 100):
+    """Page ``number`` of the job's original, rendered on demand in the
+    sandbox (for the console's page viewer), turned upright like its result
+    so the result's boxes fit: a box's points times the image's width over
+    the page's width are pixels."""
+    image = jobs.page_image(key, job_id, number, dpi)
+    return Response(image, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=3600"})
 
 
 @router.get("/jobs/{job_id}/result", responses={**ERRORS, 202: {"model": JobPublic}},

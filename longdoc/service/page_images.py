@@ -1,0 +1,104 @@
+"""Page images for people looking at a job (the console's page viewer).
+
+``GET /v1/jobs/{id}/pages/{n}/image`` renders page ``n`` of the job's stored
+original, on demand, in the same sandbox that opens every upload: the API
+process never parses a document. Someone stepping through pages asks for
+one page after another of the same document, so the last few opened
+documents stay open (their sandbox child alive) for a short while:
+
+    PageImages.jpeg(job, 7, 100)
+        └─ an open SandboxedSource for the job, or a new one over a local
+           copy of the original (OriginalCache: fetched once from the store)
+              └─ render(7, 100) in the child → rotate like the result → JPEG
+
+A source idle for ``IDLE_CLOSE_S`` is closed on the next request (and all of
+them when the service stops); at most ``KEEP_OPEN`` are open at once.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from pathlib import Path
+
+from longdoc.config import Settings
+from longdoc.ingest.sandbox import SandboxedSource, open_sandboxed
+from longdoc.jobs.models import Job
+from longdoc.jobs.runner import fetch_original
+from longdoc.storage.base import ObjectStore
+from longdoc.storage.scratch import OriginalCache
+
+KEEP_OPEN = 2
+IDLE_CLOSE_S = 120.0
+JPEG_QUALITY = 82
+
+
+class PageImages:
+    """Renders pages of stored originals as JPEG (see the module docstring)."""
+
+    def __init__(self, settings: Settings, store: ObjectStore, work_dir: str | Path) -> None:
+        self.settings, self.store = settings, store
+        self.originals = OriginalCache(Path(work_dir) / "viewer-originals", keep=KEEP_OPEN + 2)
+        self._lock = threading.Lock()
+        self._open: dict[str, tuple[SandboxedSource, float]] = {}
+
+    def page_count(self, job: Job) -> int:
+        """Pages in the job's original."""
+        return self._source(job).page_count
+
+    def jpeg(self, job: Job, number: int, dpi: float, rotation: int = 0) -> bytes:
+        """Page ``number`` (1-based) rendered at ``dpi`` (less when the page
+        would pass ``limits.max_render_pixels``), turned ``rotation`` degrees
+        clockwise (what the result did to read a scan upright, so its boxes
+        fit), as JPEG bytes. Raises the page's render errors."""
+        rendered = self._source(job).render(number, dpi)
+        image = rendered.image if rendered.image.mode == "RGB" else rendered.image.convert("RGB")
+        if rotation % 360:
+            image = image.rotate(-rotation, expand=True)
+        out = io.BytesIO()
+        image.save(out, format="JPEG", quality=JPEG_QUALITY, optimize=True)
+        rendered.image.close()
+        return out.getvalue()
+
+    def forget(self, job_id: str) -> None:
+        """Close the job's source (the job was deleted)."""
+        with self._lock:
+            entry = self._open.pop(job_id, None)
+        if entry is not None:
+            entry[0].close()
+
+    def close(self) -> None:
+        with self._lock:
+            entries, self._open = list(self._open.values()), {}
+        for source, _ in entries:
+            source.close()
+
+    def _source(self, job: Job) -> SandboxedSource:
+        now = time.monotonic()
+        stale: list[SandboxedSource] = []
+        with self._lock:
+            for job_id, (source, used) in list(self._open.items()):
+                if now - used > IDLE_CLOSE_S:
+                    stale.append(source)
+                    del self._open[job_id]
+            entry = self._open.get(job.id)
+            if entry is not None:
+                self._open[job.id] = (entry[0], now)
+        for source in stale:
+            source.close()
+        if entry is not None:
+            return entry[0]
+        path = self.originals.path(job.id, job.size_bytes, lambda dest: fetch_original(self.store, job, dest))
+        source = open_sandboxed(path, self.settings.limits, name=job.filename)
+        with self._lock:
+            previous = self._open.pop(job.id, None)
+            self._open[job.id] = (source, time.monotonic())
+            evicted = [s for jid, (s, _) in sorted(self._open.items(), key=lambda kv: kv[1][1])[:-KEEP_OPEN]]
+            for jid in [jid for jid, (s, _) in self._open.items() if s in evicted]:
+                del self._open[jid]
+        for old in [previous[0]] if previous else []:
+            old.close()
+        for old in evicted:
+            old.close()
+        return source
