@@ -12,8 +12,12 @@ fi
 key=$(cat data/dev-api-key)
 port=$(.venv/bin/longdoc config show | awk '/^service:/{s=1} s && /port:/{print $2; exit}')
 cat <<MSG
-longdoc is starting on http://127.0.0.1:${port} (API docs: /docs). Your API key (tenant "local") is in data/dev-api-key.
-Once /readyz answers 200 (about 15 s: warm-up runs a real page), in another terminal:
+longdoc is starting on http://127.0.0.1:${port}: web console at http://127.0.0.1:${port}/console, API docs at /docs. Your API key (tenant "local") is in data/dev-api-key.
+Once /readyz answers 200 (about 15 s: warm-up runs a real page), open
+
+  http://127.0.0.1:${port}/console   and paste the key:   ${key}
+
+or, in another terminal:
 
   curl -H "Authorization: Bearer ${key}" -F file=@longdoc/samples/sample.pdf "http://127.0.0.1:${port}/v1/parse?format=md"
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Debian packages the tests use: a CJK font for generated Chinese pages and
-# Tesseract for the optional second engine. Installs only what is missing;
+# Debian packages the tests use: a CJK font for generated Chinese pages,
+# Tesseract for the optional second engine, and Chromium with its driver for
+# the web console's browser tests. Installs only what is missing;
 # without root (or apt) it says what to install and carries on: the tests
 # that need them are then skipped with that reason.
 set -uo pipefail
@@ -8,6 +9,8 @@ need=()
 [ -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || need+=(fonts-wqy-microhei)
 command -v tesseract >/dev/null 2>&1 || need+=(tesseract-ocr tesseract-ocr-eng)
 [ -n "$(ls /usr/share/tesseract-ocr/*/tessdata/chi_sim.traineddata 2>/dev/null)" ] || need+=(tesseract-ocr-chi-sim)
+[ -x /usr/bin/chromium ] || need+=(chromium)
+[ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing Debian packages: ${need[*]}" >&2

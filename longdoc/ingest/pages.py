@@ -91,9 +91,9 @@ def selection_of_size(spec: str | None, selected_count: int) -> list[int]:
     is still missing. Raises :class:`InvalidPageRange` for a malformed spec."""
     if spec is None:
         return list(range(1, selected_count + 1))
-    named = [int(n) for n in re.findall(r"[0-9]+", spec)] or [1]
-    count = max(named)
+    compact = re.sub(r"\s+", "", spec)
+    count = max([int(n) for n in re.findall(r"[0-9]+", compact)] or [1])
     selected = parse_page_range(spec, count)
-    if len(selected) < selected_count and re.search(r"-(,|\s*$)", spec.replace(" ", "")):
+    if len(selected) < selected_count and re.search(r"[0-9]-(,|$)", compact):
         selected = parse_page_range(spec, count + selected_count - len(selected))
     return selected

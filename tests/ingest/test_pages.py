@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from longdoc.errors import InvalidPageRange
-from longdoc.ingest.pages import parse_page_range
+from longdoc.ingest.pages import parse_page_range, selection_of_size
 from tests.ingest.asserts import assert_user_error
 
 
@@ -117,3 +117,18 @@ def test_any_text_parses_to_valid_pages_or_is_refused(spec, page_count) -> None:
         return
     assert pages == sorted(set(pages))
     assert pages and all(1 <= p <= page_count for p in pages)
+
+
+@given(st.text(alphabet=st.sampled_from("0123456789-, \t"), max_size=20), st.integers(1, 500))
+def test_a_selection_is_found_again_from_its_size(spec, page_count) -> None:
+    """What a job keeps (its spec and how many pages it selected) gives
+    back the pages it selected, whatever the document's page count was."""
+    try:
+        pages = parse_page_range(spec, page_count)
+    except InvalidPageRange:
+        return
+    assert selection_of_size(spec, len(pages)) == pages
+
+
+def test_no_selection_is_every_page() -> None:
+    assert selection_of_size(None, 4) == [1, 2, 3, 4]

@@ -419,27 +419,47 @@ async function pageView(id, number) {
       h("code", {}, page.error.code)) : "");
   const ordered = [...page.blocks].sort((a, b) => a.order - b.order);
   for (const block of ordered) {
-    const box = page.width > 0 ? h("div", { class: `box kind-${block.kind}`, dataset: { block: block.id, kind: block.kind },
-      style: null }, h("span", { class: "order" }, String(block.order + 1))) : null;
-    if (box) {
+    const boxes = page.width > 0 ? segments(block, page.number).map((bbox, i) => {
+      const box = h("div", { class: `box kind-${block.kind}${i ? " more" : ""}`, dataset: { block: block.id, kind: block.kind } },
+        i ? null : h("span", { class: "order" }, String(block.order + 1)));
       Object.assign(box.style, {
-        left: `${(100 * block.bbox.x0) / page.width}%`, top: `${(100 * block.bbox.y0) / page.height}%`,
-        width: `${(100 * (block.bbox.x1 - block.bbox.x0)) / page.width}%`,
-        height: `${(100 * (block.bbox.y1 - block.bbox.y0)) / page.height}%`,
+        left: `${(100 * bbox.x0) / page.width}%`, top: `${(100 * bbox.y0) / page.height}%`,
+        width: `${(100 * (bbox.x1 - bbox.x0)) / page.width}%`, height: `${(100 * (bbox.y1 - bbox.y0)) / page.height}%`,
       });
-      overlay.append(box);
-    }
+      return box;
+    }) : [];
+    overlay.append(...boxes);
     const item = h("li", { class: `kind-${block.kind}`, dataset: { block: block.id, kind: block.kind } },
       h("span", { class: `chip kind-${block.kind}` }, block.kind), " ", block.text.slice(0, 400));
-    const light = (on) => { box?.classList.toggle("lit", on); item.classList.toggle("lit", on); };
-    item.addEventListener("mouseenter", () => light(true));
-    item.addEventListener("mouseleave", () => light(false));
-    box?.addEventListener("mouseenter", () => light(true));
-    box?.addEventListener("mouseleave", () => light(false));
+    const light = (on) => { for (const b of boxes) b.classList.toggle("lit", on); item.classList.toggle("lit", on); };
+    for (const el of [item, ...boxes]) {
+      el.addEventListener("mouseenter", () => light(true));
+      el.addEventListener("mouseleave", () => light(false));
+    }
     blocks.append(item);
   }
   if (!ordered.length) blocks.append(h("li", { class: "muted" }, "No blocks on this page."));
   try {
     markdown.textContent = await getText(`/v1/jobs/${id}/pages/${number}?format=md`, { signal });
   } catch (err) { if (err.name !== "AbortError") markdown.replaceChildren(errorBox(err, "markdown-error")); }
+}
+
+/** Where a block sits on page `number`: its box, or one box per column it
+ * runs through (a paragraph continued at the top of the next column), so
+ * the boxes cover its lines and not the gap between them. */
+function segments(block, number) {
+  const lines = (block.lines || []).filter((l) => l.page === number);
+  if (lines.length < 2 || ["table", "figure", "formula"].includes(block.kind)) return [block.bbox];
+  const runs = [];
+  let previous = null;
+  for (const { bbox } of lines) {
+    const run = runs.at(-1);
+    const wentUp = previous && bbox.y0 < previous.y0 - 1;
+    const beside = run && (bbox.x0 >= run.x1 || bbox.x1 <= run.x0);
+    if (!run || (wentUp && beside)) runs.push({ ...bbox });
+    else Object.assign(run, { x0: Math.min(run.x0, bbox.x0), y0: Math.min(run.y0, bbox.y0),
+      x1: Math.max(run.x1, bbox.x1), y1: Math.max(run.y1, bbox.y1) });
+    previous = bbox;
+  }
+  return runs;
 }
