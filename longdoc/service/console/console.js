@@ -16,6 +16,7 @@ const FORMATS = ["md", "json", "txt"];
 const KINDS = ["title", "heading", "paragraph", "list", "table", "figure", "caption", "footnote", "sidenote",
   "header", "footer", "page_number", "formula"];
 const VIEW_DPI = 110;
+const PAGES_EVERY_MS = 2000;
 
 let leave = () => {};   // what the current view must stop (streams, timers, listeners) when the next one opens
 
@@ -232,6 +233,8 @@ function jobView(id) {
   const controller = new AbortController();
   let refreshTimer = null;
   let lastPagesDone = -1;
+  let lastPagesLoad = 0;
+  let pagesSeq = 0;
   const samples = [];   // [time ms, pages done] while running, for pages/s
   leave = () => { controller.abort(); clearTimeout(refreshTimer); };
 
@@ -277,8 +280,7 @@ function jobView(id) {
     renderActions(job);
     if (job.pages_done !== lastPagesDone || TERMINAL.has(job.state)) {
       lastPagesDone = job.pages_done;
-      clearTimeout(refreshTimer);
-      refreshTimer = setTimeout(loadPages, 300);
+      schedulePages(TERMINAL.has(job.state));
     }
   }
 
@@ -312,9 +314,19 @@ function jobView(id) {
     } catch (err) { problem.replaceChildren(errorBox(err)); }
   }
 
+  // the page list is fetched at most every PAGES_EVERY_MS while pages come in, and once more at the end
+  function schedulePages(final) {
+    if (refreshTimer && !final) return;
+    clearTimeout(refreshTimer);
+    const wait = final ? 0 : Math.max(0, lastPagesLoad + PAGES_EVERY_MS - Date.now());
+    refreshTimer = setTimeout(() => { refreshTimer = null; lastPagesLoad = Date.now(); loadPages(); }, wait);
+  }
+
   async function loadPages() {
+    const seq = ++pagesSeq;
     try {
       const list = await getJSON(`/v1/jobs/${id}/pages`, { signal: controller.signal });
+      if (seq !== pagesSeq) return;   // a later load is on its way
       strip.replaceChildren(...list.pages.map((p) => {
         const why = p.status === "failed" && p.error ? ` (${p.error.code})` : "";
         return h("a", { class: `cell ${p.status}`, role: "listitem", href: `#/jobs/${id}/pages/${p.number}`,
