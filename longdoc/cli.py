@@ -59,7 +59,8 @@ def _formats(spec: str) -> tuple[str, ...]:
 def parse(
     files: Annotated[list[Path], typer.Argument(help="PDF or image files.", show_default=False)],
     out: Annotated[Path, typer.Option("-o", "--out", help="Output folder.")] = Path("out"),
-    format: Annotated[str, typer.Option("--format", help="Comma-separated: md,json,txt.")] = "md,json,txt",
+    format: Annotated[str, typer.Option("--format", help="Comma-separated: md, json, txt, pdf (searchable), "
+                                        "chunks (JSON Lines for retrieval), docling (DoclingDocument).")] = "md,json,txt",
     pages: Annotated[Optional[str], typer.Option("--pages", help="1-based pages, e.g. 1-20,35.")] = None,
     ocr: Annotated[Optional[str], typer.Option("--ocr", help="auto | force | off")] = None,
     dpi: Annotated[Optional[int], typer.Option("--dpi", help="Render DPI for OCR.")] = None,
@@ -72,8 +73,9 @@ def parse(
     config: ConfigOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
-    """Parse FILE… into OUT/<stem>.md, .json and .txt. Rerunning into the same
-    folder resumes from the last finished page group."""
+    """Parse FILE… into OUT/<stem>.md, .json and .txt (and with --format:
+    .pdf, .chunks.jsonl, .docling.json). Rerunning into the same folder
+    resumes from the last finished page group."""
     if ocr is not None and ocr not in ("auto", "force", "off"):
         raise InvalidOption(f"--ocr must be auto, force or off, not {ocr!r}.")
     settings = load_settings(config, overrides={"inference": {

@@ -10,6 +10,7 @@ import typer
 
 from longdoc.config import load_settings
 from longdoc.errors import EXIT_PARTIAL, KeyNotFound, Unauthorized
+from longdoc.export import FILE_NAMES
 
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="YAML config file (DESIGN §6 shape).")]
 keys_app = typer.Typer(no_args_is_help=True, help="Manage API keys (admin; talks to the database directly).")
@@ -126,7 +127,7 @@ def submit(
             if job["state"] in ("succeeded", "partial"):
                 out.mkdir(parents=True, exist_ok=True)
                 for fmt in formats:
-                    dest = client.result(job["id"], format=fmt, dest=out / f"{path.stem}.{fmt}")
+                    dest = client.result(job["id"], format=fmt, dest=out / f"{path.stem}{FILE_NAMES[fmt]}")
                     typer.echo(f"{fmt}: {dest}")
             if job["state"] != "succeeded":
                 worst = EXIT_PARTIAL

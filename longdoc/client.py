@@ -196,7 +196,7 @@ class LongdocClient:
     def result(
         self, job_id: str, format: str = "md", dest: str | os.PathLike[str] | None = None
     ) -> bytes | Path:
-        """The final result in ``format`` (md, json, txt).
+        """The final result in ``format`` (md, json, txt, pdf, chunks, docling).
 
         Without ``dest`` returns the bytes; with ``dest`` streams them into that
         file (written under ``<dest>.partial``, renamed when complete) and

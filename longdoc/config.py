@@ -249,6 +249,11 @@ class ClientSettings(_Section):
     api_key: SecretStr | None = None
 
 
+class ExportSettings(_Section):
+    chunk_tokens: int = Field(default=512, ge=32, le=100_000, description="token budget of one chunk in the "
+                              "chunks export (counted as longdoc.export.chunks.count_tokens does)")
+
+
 class LimitSettings(_Section):
     max_upload_mb: int = Field(default=200, ge=1)
     max_pages: int = Field(default=2000, ge=1)
@@ -275,6 +280,7 @@ class Settings(BaseSettings):
     queue: QueueSettings = QueueSettings()
     limits: LimitSettings = LimitSettings()
     client: ClientSettings = ClientSettings()
+    export: ExportSettings = ExportSettings()
 
     yaml_file: ClassVar[Path | None] = None
 

@@ -35,6 +35,15 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$0" -nt "$stamp" ]
             rm -rf "$wheels"
         fi
     done
+    # docling-core for the tests that load the docling export back and chunk it: installed without its
+    # declared dependencies (it caps typer below the version the CLI pins; only its own CLI uses typer),
+    # with the ones its document model and HierarchicalChunker import, each pinned
+    if [[ ",$extras," == *",test,"* ]]; then
+        .venv/bin/python -m pip install -q --no-deps docling-core==2.104.0 doclang==0.8.0 jsonref==1.1.0 \
+            latex2mathml==3.81.1 tabulate==0.10.0 pandas==3.1.1 defusedxml==0.7.1 \
+            tree-sitter==0.26.1 tree-sitter-c==0.24.2 tree-sitter-javascript==0.25.0 \
+            tree-sitter-python==0.25.0 tree-sitter-typescript==0.23.2
+    fi
     # the int8 recognizer, quantized here from the model in the rapidocr wheel (longdoc/engines/int8.py)
     .venv/bin/python -c "from longdoc.engines.int8 import ensure; ensure()" 2>/dev/null \
         || echo "note: int8 recognizer not built; the engine builds it on first use or uses the float model" >&2

@@ -1,4 +1,6 @@
-"""Exports: Markdown, JSON and plain text, each a view of the document model.
+"""Exports, each a view of the document model: Markdown, JSON and plain
+text; a searchable PDF (the original with an invisible text layer); chunks
+for retrieval (JSON Lines); a DoclingDocument.
 
 Writers stream page by page (memory does not grow with page count) into a
 temporary file renamed into place on ``close``, so a reader never sees a
@@ -7,6 +9,15 @@ half-written export under its final name.
 
 from longdoc.export.markdown import page_markdown
 from longdoc.export.text import page_text
-from longdoc.export.writers import FORMATS, ExportSet, open_exports
+from longdoc.export.writers import (
+    DEFAULT_FORMATS,
+    FILE_NAMES,
+    FORMATS,
+    MEDIA_TYPES,
+    ExportContext,
+    ExportSet,
+    open_exports,
+)
 
-__all__ = ["FORMATS", "ExportSet", "open_exports", "page_markdown", "page_text"]
+__all__ = ["DEFAULT_FORMATS", "FILE_NAMES", "FORMATS", "MEDIA_TYPES", "ExportContext", "ExportSet", "open_exports",
+           "page_markdown", "page_text"]

@@ -22,7 +22,8 @@ from longdoc.model import Block, BlockKind, Page, TableCell
 _BULLET = re.compile(r"^\s*(?:[-*•·◦▪‣–]\s+)")
 
 
-def _list_items(block: Block) -> list[str]:
+def list_items(block: Block) -> list[str]:
+    """A list block's items as Markdown (``- item``)."""
     items = [ln for ln in block.text.split("\n") if ln.strip()]
     return [f"- {_BULLET.sub('', item).strip()}" if _BULLET.match(item) else f"- {item.strip()}" for item in items]
 
@@ -38,7 +39,7 @@ def block_markdown(block: Block) -> str:
         level = min(6, (block.level or 1) + 1)
         return f"{'#' * level} {text}"
     if kind is BlockKind.LIST:
-        return "\n".join(_list_items(block))
+        return "\n".join(list_items(block))
     if kind is BlockKind.SIDENOTE:
         return "\n".join(f"> {ln}" for ln in text.split("\n"))
     if kind is BlockKind.CAPTION:

@@ -1,60 +1,183 @@
 """Streaming export writers.
 
-``open_exports(out_dir, stem, formats, header)`` returns an :class:`ExportSet`;
-feed it pages in order with ``write_page`` and finish with ``close(status,
-errors, timings)``. Each format is written to ``<stem>.<ext>.partial`` and
-renamed to ``<stem>.<ext>`` only on a successful close; ``abort()`` removes
-the partial files.
+``open_exports(out_dir, stem, formats, header, context)`` returns an
+:class:`ExportSet`; feed it pages in order with ``write_page`` and finish
+with ``close(status, errors, timings)``. Each format is written to
+``<file>.partial`` and renamed to its final name (:data:`FILE_NAMES`) only
+on a successful close; ``abort()`` removes the partial files.
 
-The JSON file is the :class:`~longdoc.model.Document` schema, written
-incrementally: header fields, then ``"pages": [ … ]`` one page at a time,
-then status, errors and timings.
+- ``md``, ``txt``: the main text, page by page;
+- ``json``: the :class:`~longdoc.model.Document` schema, written
+  incrementally (header fields, then ``"pages": [ … ]`` one page at a time,
+  then status, errors and timings);
+- ``pdf``: the original made searchable (:mod:`searchable_pdf`);
+- ``chunks``: JSON Lines for retrieval (:mod:`chunks`);
+- ``docling``: a DoclingDocument (:mod:`docling`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
-from longdoc.errors import OutputError
+from longdoc.config import LimitSettings
+from longdoc.errors import LongdocError, OutputError
+from longdoc.export.chunks import ChunkWriter
+from longdoc.export.docling import DoclingWriter
 from longdoc.export.markdown import page_markdown
+from longdoc.export.searchable_pdf import SearchablePdfWriter
 from longdoc.export.text import PAGE_SEPARATOR, page_text
 from longdoc.model import DocumentStatus, ErrorInfo, Page
 
-FORMATS = ("md", "json", "txt")
+FORMATS = ("md", "json", "txt", "pdf", "chunks", "docling")
+#: the formats written when none are asked for
+DEFAULT_FORMATS = ("md", "json", "txt")
+#: ``<stem>`` + this is each format's file name
+FILE_NAMES = {"md": ".md", "json": ".json", "txt": ".txt", "pdf": ".pdf", "chunks": ".chunks.jsonl",
+              "docling": ".docling.json"}
+MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
+               "txt": "text/plain; charset=utf-8", "pdf": "application/pdf",
+               "chunks": "application/jsonl; charset=utf-8", "docling": "application/json"}
+
+
+@dataclass(frozen=True)
+class ExportContext:
+    """What the exports beyond the page text need: the original document
+    (pdf), the sandbox limits to open it under (pdf), the chunk budget."""
+
+    original: Path | None = None
+    limits: LimitSettings = field(default_factory=LimitSettings)
+    chunk_tokens: int = 512
+
+
+class _Writer(Protocol):
+    def write_page(self, page: Page) -> None: ...
+
+    def close(self, status: DocumentStatus, errors: list[ErrorInfo], timings: dict[str, float]) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+class _TextFile:
+    """A text file written to ``<path>.partial`` and renamed on close."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.f: TextIO = open(_partial(path), "w", encoding="utf-8")
+
+    def finish(self) -> None:
+        self.f.flush()
+        os.fsync(self.f.fileno())
+        self.f.close()
+        os.replace(_partial(self.path), self.path)
+
+    def abort(self) -> None:
+        self.f.close()
+        _partial(self.path).unlink(missing_ok=True)
+
+
+class _PagesText(_TextFile):
+    """Markdown or plain text: each page's view, joined by ``separator``."""
+
+    def __init__(self, path: Path, view: Any, separator: str) -> None:
+        super().__init__(path)
+        self.view, self.separator, self.first = view, separator, True
+
+    def write_page(self, page: Page) -> None:
+        self.f.write(("" if self.first else self.separator) + self.view(page))
+        self.first = False
+
+    def close(self, status: DocumentStatus, errors: list[ErrorInfo], timings: dict[str, float]) -> None:
+        self.f.write("\n")
+        self.finish()
+
+
+class _Json(_TextFile):
+    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+        super().__init__(path)
+        self.first = True
+        head = json.dumps(header, ensure_ascii=False)
+        self.f.write(head[:-1] + ', "pages": [\n')
+
+    def write_page(self, page: Page) -> None:
+        self.f.write(("" if self.first else ",\n") + page.model_dump_json())
+        self.first = False
+
+    def close(self, status: DocumentStatus, errors: list[ErrorInfo], timings: dict[str, float]) -> None:
+        tail = {"status": status.value, "errors": [e.model_dump(mode="json") for e in errors], "timings": timings}
+        self.f.write("\n], " + json.dumps(tail, ensure_ascii=False)[1:] + "\n")
+        self.finish()
+
+
+class _Chunks(_TextFile):
+    def __init__(self, path: Path, sha256: str, budget: int) -> None:
+        super().__init__(path)
+        self.chunks = ChunkWriter(self.f, sha256, budget)
+
+    def write_page(self, page: Page) -> None:
+        self.chunks.write_page(page)
+
+    def close(self, status: DocumentStatus, errors: list[ErrorInfo], timings: dict[str, float]) -> None:
+        self.chunks.close()
+        self.finish()
+
+
+class _Docling:
+    def __init__(self, path: Path, source: dict[str, Any]) -> None:
+        self.writer = DoclingWriter(path, source.get("name", "document"), source.get("sha256", ""),
+                                    source.get("media_type", "application/pdf"))
+
+    def write_page(self, page: Page) -> None:
+        self.writer.write_page(page)
+
+    def close(self, status: DocumentStatus, errors: list[ErrorInfo], timings: dict[str, float]) -> None:
+        self.writer.close()
+
+    def abort(self) -> None:
+        self.writer.abort()
+
+
+class _Pdf:
+    def __init__(self, path: Path, context: ExportContext) -> None:
+        self.writer = SearchablePdfWriter(path, context.original, context.limits)
+
+    def write_page(self, page: Page) -> None:
+        self.writer.write_page(page)
+
+    def close(self, status: DocumentStatus, errors: list[ErrorInfo], timings: dict[str, float]) -> None:
+        self.writer.close()
+
+    def abort(self) -> None:
+        self.writer.abort()
 
 
 class ExportSet:
-    def __init__(self, out_dir: Path, stem: str, formats: tuple[str, ...], header: dict[str, Any]):
+    def __init__(self, out_dir: Path, stem: str, formats: tuple[str, ...], header: dict[str, Any],
+                 context: ExportContext | None = None) -> None:
         unknown = [f for f in formats if f not in FORMATS]
         if unknown or not formats:
             raise ValueError(f"unknown export formats {unknown}; known: {FORMATS}")
-        self.paths = {fmt: out_dir / f"{stem}.{fmt}" for fmt in formats}
-        self._files: dict[str, TextIO] = {}
-        self._pages = 0
+        context = context or ExportContext()
+        self.paths = {fmt: out_dir / f"{stem}{FILE_NAMES[fmt]}" for fmt in formats}
+        self._writers: dict[str, _Writer] = {}
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
             for fmt, path in self.paths.items():
-                self._files[fmt] = open(_partial(path), "w", encoding="utf-8")
+                self._writers[fmt] = _open(fmt, path, header, context)
         except OSError as exc:
             self.abort()
             raise OutputError(f"Cannot write exports to {out_dir}: {exc.strerror or exc}.") from exc
-        if "json" in self._files:
-            head = json.dumps(header, ensure_ascii=False)
-            self._files["json"].write(head[:-1] + ', "pages": [\n')
+        except BaseException:
+            self.abort()
+            raise
 
     def write_page(self, page: Page) -> None:
-        first = self._pages == 0
-        self._pages += 1
         try:
-            if (f := self._files.get("md")) is not None:
-                f.write(("" if first else "\n\n") + page_markdown(page))
-            if (f := self._files.get("txt")) is not None:
-                f.write(("" if first else PAGE_SEPARATOR) + page_text(page))
-            if (f := self._files.get("json")) is not None:
-                f.write(("" if first else ",\n") + page.model_dump_json())
+            for writer in self._writers.values():
+                writer.write_page(page)
         except OSError as exc:
             self.abort()
             raise OutputError(f"Writing exports failed: {exc.strerror or exc}.") from exc
@@ -62,39 +185,45 @@ class ExportSet:
     def close(self, status: DocumentStatus, errors: list[ErrorInfo], timings: dict[str, float]) -> dict[str, Path]:
         """Finish every file and move it to its final name; returns the paths."""
         try:
-            if (f := self._files.get("json")) is not None:
-                tail = {
-                    "status": status.value,
-                    "errors": [e.model_dump(mode="json") for e in errors],
-                    "timings": timings,
-                }
-                f.write("\n], " + json.dumps(tail, ensure_ascii=False)[1:] + "\n")
-            for fmt in ("md", "txt"):
-                if (f := self._files.get(fmt)) is not None:
-                    f.write("\n")
-            for fmt, f in self._files.items():
-                f.flush()
-                os.fsync(f.fileno())
-                f.close()
-                os.replace(_partial(self.paths[fmt]), self.paths[fmt])
+            for fmt in list(self._writers):
+                self._writers[fmt].close(status, errors, timings)
+                del self._writers[fmt]
         except OSError as exc:
             self.abort()
             raise OutputError(f"Finishing exports failed: {exc.strerror or exc}.") from exc
-        self._files = {}
+        except LongdocError:
+            self.abort()
+            raise
         return dict(self.paths)
 
     def abort(self) -> None:
-        for fmt, f in list(self._files.items()):
+        for writer in self._writers.values():
             try:
-                f.close()
-            finally:
-                _partial(self.paths[fmt]).unlink(missing_ok=True)
-        self._files = {}
+                writer.abort()
+            except OSError:
+                pass
+        self._writers = {}
+
+
+def _open(fmt: str, path: Path, header: dict[str, Any], context: ExportContext) -> _Writer:
+    source = header.get("source") or {}
+    if fmt == "md":
+        return _PagesText(path, page_markdown, "\n\n")
+    if fmt == "txt":
+        return _PagesText(path, page_text, PAGE_SEPARATOR)
+    if fmt == "json":
+        return _Json(path, header)
+    if fmt == "chunks":
+        return _Chunks(path, source.get("sha256", ""), context.chunk_tokens)
+    if fmt == "docling":
+        return _Docling(path, source)
+    return _Pdf(path, context)
 
 
 def _partial(path: Path) -> Path:
     return path.with_name(path.name + ".partial")
 
 
-def open_exports(out_dir: str | Path, stem: str, formats: tuple[str, ...], header: dict[str, Any]) -> ExportSet:
-    return ExportSet(Path(out_dir), stem, tuple(formats), header)
+def open_exports(out_dir: str | Path, stem: str, formats: tuple[str, ...], header: dict[str, Any],
+                 context: ExportContext | None = None) -> ExportSet:
+    return ExportSet(Path(out_dir), stem, tuple(formats), header, context)

@@ -24,6 +24,7 @@ import psutil
 
 from longdoc.config import Settings
 from longdoc.errors import JobCancelled, JobTimedOut, LeaseLost, LongdocError, ShuttingDown
+from longdoc.export import DEFAULT_FORMATS
 from longdoc.jobs.lease import Heartbeat
 from longdoc.jobs.metrics import Metrics
 from longdoc.jobs.models import Job
@@ -98,7 +99,7 @@ def _page_row(page: Page) -> dict:
 
 def job_options(job: Job) -> ParseOptions:
     """The pipeline options a job was accepted with."""
-    return ParseOptions(**{**job.options, "formats": tuple(job.options.get("formats", ("md", "json", "txt")))})
+    return ParseOptions(**{**job.options, "formats": tuple(job.options.get("formats", DEFAULT_FORMATS))})
 
 
 def fetch_original(store: ObjectStore, job: Job, dest: Path) -> Path:

@@ -18,7 +18,7 @@ class ParseOptions:
     page_chunk_size: int = 32
     chunk_overlap: int = 2
     regions: bool = True
-    formats: tuple[str, ...] = ("md", "json", "txt")
+    formats: tuple[str, ...] = ("md", "json", "txt")  # longdoc.export.DEFAULT_FORMATS
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> ParseOptions:

@@ -29,7 +29,7 @@ from longdoc.config import Settings
 from longdoc.engines import get_engine
 from longdoc.engines.base import Engine, EngineCapabilities
 from longdoc.engines.regions import RegionDetector
-from longdoc.export import open_exports
+from longdoc.export import ExportContext, open_exports
 from longdoc.ingest import parse_page_range
 from longdoc.ingest.sandbox import open_sandboxed
 from longdoc.ingest.source import DocumentSource
@@ -54,6 +54,8 @@ class OpenDocument:
     source: DocumentSource
     numbers: list[int]
     groups: list[Group]
+    #: the original file (what the searchable PDF export is made from)
+    path: Path | None = None
 
 
 @dataclass
@@ -219,7 +221,7 @@ class Pipeline:
             groups = plan_groups(len(numbers), options.page_chunk_size, options.chunk_overlap)
             if begin:
                 checkpoint.begin(options.fingerprint(source.sha256, self._engine_version(options)))
-            yield OpenDocument(source, numbers, groups)
+            yield OpenDocument(source, numbers, groups, Path(path))
 
     def run_groups(self, doc: OpenDocument, options: ParseOptions, checkpoint: Checkpoint,
                    progress: Progress | None = None, control: Callable[[], None] | None = None,
@@ -234,7 +236,10 @@ class Pipeline:
     def assemble(self, doc: OpenDocument, options: ParseOptions, checkpoint: Checkpoint, out_dir: str | Path,
                  stem: str) -> ParseResult:
         """Stitch every checkpointed page into ``out_dir/<stem>.<fmt>``."""
-        result = self._assemble_and_export(doc.source, doc.numbers, options, checkpoint, Path(out_dir), stem)
+        context = ExportContext(original=doc.path, limits=self.settings.limits,
+                                chunk_tokens=self.settings.export.chunk_tokens)
+        result = self._assemble_and_export(doc.source, doc.numbers, options, checkpoint, Path(out_dir), stem,
+                                           context)
         if options.ocr != "off":
             result.workspace_peak = self.admission(options.engine).workspace.peak  # shared by concurrent parses
         return result
@@ -272,6 +277,7 @@ class Pipeline:
         checkpoint: Checkpoint,
         out_dir: Path,
         stem: str,
+        context: ExportContext,
     ) -> ParseResult:
         header = {
             "schema": "longdoc.document/1",
@@ -284,7 +290,7 @@ class Pipeline:
         }
         failed: list[int] = []
         errors: list[ErrorInfo] = []
-        exports = open_exports(out_dir, stem, options.formats, header)
+        exports = open_exports(out_dir, stem, options.formats, header, context)
         try:
             for page in stitch(_checkpointed_pages(checkpoint, numbers)):
                 if page.status is PageStatus.FAILED:

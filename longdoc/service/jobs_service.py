@@ -31,6 +31,7 @@ from longdoc.errors import (
     UploadTooLarge,
 )
 from longdoc.engines import check_engine_name
+from longdoc.export import MEDIA_TYPES
 from longdoc.export.markdown import page_markdown
 from longdoc.ingest import parse_page_range
 from longdoc.ingest.pages import selection_of_size
@@ -51,7 +52,6 @@ from longdoc.storage.scratch import ScratchDir
 
 log = logging.getLogger("longdoc.service")
 
-MEDIA = {"md": "text/markdown; charset=utf-8", "json": "application/json", "txt": "text/plain; charset=utf-8"}
 CHUNK = 1 << 20
 
 
@@ -262,7 +262,7 @@ class JobService:
         JobNotFinished (202), JobFailed (409), JobExpired (410)."""
         key_name = self._export(key, job_id, fmt)
         size = self.store.size(key_name)
-        return _chunks(self.store.open_read(key_name)), MEDIA[fmt], size
+        return _chunks(self.store.open_read(key_name)), MEDIA_TYPES[fmt], size
 
     def result_url(self, key: ApiKey, job_id: str, fmt: str) -> str | None:
         """A presigned URL of a finished job's export when the store gives
@@ -272,8 +272,8 @@ class JobService:
 
     def _export(self, key: ApiKey, job_id: str, fmt: str) -> str:
         """The store key of a finished job's export in ``fmt``."""
-        if fmt not in MEDIA:
-            raise InvalidOption(f"Unknown format {fmt!r}; choose md, json or txt.")
+        if fmt not in MEDIA_TYPES:
+            raise InvalidOption(f"Unknown format {fmt!r}; choose one of {', '.join(MEDIA_TYPES)}.")
         job = self.get(key, job_id)
         self._not_expired(job)
         if job.state in (JobState.QUEUED.value, JobState.RUNNING.value):

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from longdoc.export import FORMATS
+from longdoc.export import DEFAULT_FORMATS
 
 
 class JobOptions(BaseModel):
@@ -15,7 +15,8 @@ class JobOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    formats: list[Literal["md", "json", "txt"]] = Field(default_factory=lambda: list(FORMATS), min_length=1)
+    formats: list[Literal["md", "json", "txt", "pdf", "chunks", "docling"]] = Field(
+        default_factory=lambda: list(DEFAULT_FORMATS), min_length=1)
     pages: str | None = Field(default=None, max_length=1000, description="1-based pages, e.g. 1-20,35")
     ocr: Literal["auto", "force", "off"] | None = None
     engine: str | None = Field(default=None, max_length=64)

@@ -20,7 +20,7 @@ from longdoc.errors import InvalidObjectKey, InvalidTenant
 
 TENANT_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 JOB_ID_RE = re.compile(r"[0-9a-f]{32}")
-EXPORT_FORMATS = ("md", "json", "txt")
+EXPORT_FORMATS = ("md", "json", "txt", "pdf", "chunks", "docling")
 
 
 def new_job_id() -> str:
@@ -67,7 +67,7 @@ def work_prefix(tenant: str, job_id: str, group: int | None = None) -> str:
 
 
 def export_key(tenant: str, job_id: str, fmt: str) -> str:
-    """Key of the final export in ``fmt`` (one of md, json, txt)."""
+    """Key of the final export in ``fmt`` (one of :data:`EXPORT_FORMATS`)."""
     if fmt not in EXPORT_FORMATS:
         raise InvalidObjectKey(f"{fmt!r} is not an export format.", hint=f"Use one of {', '.join(EXPORT_FORMATS)}.")
     return f"{job_prefix(tenant, job_id)}/exports/result.{fmt}"

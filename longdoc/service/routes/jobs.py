@@ -132,7 +132,7 @@ def get_page_image(key: KeyDep, jobs: JobsDep, job_id: str, number: int,
 @router.get("/jobs/{job_id}/result", responses={**ERRORS, 202: {"model": JobPublic}},
             response_class=StreamingResponse)
 def get_result(key: KeyDep, jobs: JobsDep, job_id: str,
-               format: Annotated[Literal["md", "json", "txt"], Query()] = "md"):
+               format: Annotated[Literal["md", "json", "txt", "pdf", "chunks", "docling"], Query()] = "md"):
     """The final result, streamed from the store, or a 307 redirect to a
     presigned URL of it when the store gives them (S3 with
     ``storage.s3.presign_seconds``). 202 while the job runs, 409 when it
