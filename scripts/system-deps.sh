@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Debian packages the tests use: a CJK font for generated Chinese pages,
-# Tesseract for the optional second engine, and Chromium with its driver for
-# the web console's browser tests. Installs only what is missing;
+# Tesseract for the optional second engine, Chromium with its driver for
+# the web console's browser tests, and poppler's pdftotext to read the
+# searchable PDF back as other tools do. Installs only what is missing;
 # without root (or apt) it says what to install and carries on: the tests
 # that need them are then skipped with that reason.
 set -uo pipefail
@@ -9,6 +10,7 @@ need=()
 [ -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || need+=(fonts-wqy-microhei)
 command -v tesseract >/dev/null 2>&1 || need+=(tesseract-ocr tesseract-ocr-eng)
 [ -n "$(ls /usr/share/tesseract-ocr/*/tessdata/chi_sim.traineddata 2>/dev/null)" ] || need+=(tesseract-ocr-chi-sim)
+command -v pdftotext >/dev/null 2>&1 || need+=(poppler-utils)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -37,6 +37,20 @@ def test_parse_writes_the_asked_formats(tmp_path, capsys):
     assert "3/3 pages" in err  # plain progress lines when not on a terminal
 
 
+def test_parse_writes_the_export_formats_under_their_file_names(tmp_path, capsys):
+    doc = english_report(tmp_path, pages=3)
+    code, out, err = run_cli(capsys, "parse", doc.pdf_path, "-o", tmp_path / "o", "--format", "pdf,chunks,docling",
+                             "--ocr", "off")
+    assert code == 0, err
+    stem = tmp_path / "o" / doc.pdf_path.stem
+    for fmt, name in (("pdf", f"{stem}.pdf"), ("chunks", f"{stem}.chunks.jsonl"), ("docling", f"{stem}.docling.json")):
+        assert f"{fmt}: {name}" in out
+    assert (tmp_path / "o" / f"{doc.pdf_path.stem}.pdf").read_bytes()[:5] == b"%PDF-"
+    assert json.loads((tmp_path / "o" / f"{doc.pdf_path.stem}.docling.json").read_text())["schema_name"] == \
+        "DoclingDocument"
+    assert not list((tmp_path / "o").glob("*.partial")) and not list((tmp_path / "o").glob("*.part"))
+
+
 def test_config_file_and_environment_reach_the_run(tmp_path, capsys, monkeypatch):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("inference: {page_chunk_size: 5, chunk_overlap: 1}\nlimits: {max_pages: 7}\n")

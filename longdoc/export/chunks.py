@@ -159,16 +159,26 @@ class ChunkWriter:
 
 
 def _text_parts(text: str, budget: int) -> list[str]:
-    """``text`` cut between sentences into parts within ``budget`` (a
-    sentence over the budget on its own is cut between words)."""
-    sentences = [s for s in _SENTENCE_END.split(text) if s.strip()]
+    """``text`` cut into parts within ``budget``: between lines first (a
+    list's items), a line over the budget between sentences, a sentence over
+    the budget on its own between words."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    if len(lines) == 1:
+        return _sentence_parts(lines[0], budget)
     pieces: list[str] = []
-    for sentence in sentences:
+    for line in lines:
+        pieces.extend(_sentence_parts(line, budget) if count_tokens(line) > budget else [line])
+    return _pack(pieces, budget, "\n")
+
+
+def _sentence_parts(text: str, budget: int) -> list[str]:
+    pieces: list[str] = []
+    for sentence in (s for s in _SENTENCE_END.split(text) if s.strip()):
         if count_tokens(sentence) <= budget:
             pieces.append(sentence)
         else:
             pieces.extend(_word_parts(sentence, budget))
-    return _pack(pieces, budget, " ")
+    return _pack(pieces, budget, " " if not _CJK.search(text) else "")
 
 
 def _word_parts(sentence: str, budget: int) -> list[str]:
