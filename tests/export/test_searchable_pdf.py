@@ -230,3 +230,29 @@ def test_text_outside_the_basic_plane_is_kept_as_replacement_and_cjk_lines_get_n
     assert pdf_layer.encode("a😀") == b"\x00a\xff\xfd"
     assert pdf_layer.line_text("长文档") == "长文档"
     assert pdf_layer.line_text("long  words") == "long words "
+
+
+def test_an_image_becomes_a_searchable_page_of_its_size_and_a_jpeg_keeps_its_bytes(tmp_path):
+    from PIL import Image
+
+    from tests.docgen import english_report
+    from tests.docgen.raster import to_png
+
+    generated = english_report(tmp_path, pages=3, seed=1)
+    png = to_png(generated, 1, 150, tmp_path / "page.png").pdf_path
+    jpeg = tmp_path / "photo.jpg"
+    Image.open(png).convert("L").save(jpeg, quality=85, dpi=(150, 150))
+    settings = load_settings(None, overrides={"inference": {"workers": 1}})
+    with Pipeline(settings) as pipeline:
+        for path in (png, jpeg):
+            pipeline.parse(path, tmp_path / "out", ParseOptions.from_settings(settings, formats=("txt", "pdf")))
+    for stem in ("page", "photo"):
+        out = tmp_path / "out" / f"{stem}.pdf"
+        document = pdfium.PdfDocument(str(out))
+        assert len(document) == 1
+        width, height = document[0].get_size()
+        assert abs(width - generated.page_size[0]) < 1 and abs(height - generated.page_size[1]) < 1
+        text = (tmp_path / "out" / f"{stem}.txt").read_text()
+        assert cer(document[0].get_textpage().get_text_range(), text) < 0.1   # furniture is in the layer only
+        assert "Review of Operations" in document[0].get_textpage().get_text_range()
+    assert images(tmp_path / "out" / "photo.pdf") == [[jpeg.read_bytes()]]      # the JPEG as it was
