@@ -127,6 +127,7 @@ def test_sign_in_upload_watch_view_page_and_download(server, console, sample_pdf
     console.wait_for("#upload-files")
     console.shot("signed-in")
 
+    console.find("#opt-format-pdf").click()        # the searchable PDF too
     console.find("#upload-files").send_keys(str(sample_pdf))
     link = console.wait_for("#uploads li.ok a.accepted")
     job_id = link.get_attribute("href").rsplit("/", 1)[1]
@@ -149,6 +150,10 @@ def test_sign_in_upload_watch_view_page_and_download(server, console, sample_pdf
     http = server.http(key)
     console.find("#download-md").click()
     assert console.downloaded("sample.md") == http.get(f"/v1/jobs/{job_id}/result", params={"format": "md"}).content
+    assert console.find("#download-pdf").text == "Download Searchable PDF"
+    console.find("#download-pdf").click()
+    pdf = console.downloaded("sample.pdf")
+    assert pdf[:5] == b"%PDF-" and pdf == http.get(f"/v1/jobs/{job_id}/result", params={"format": "pdf"}).content
 
     console.find('#page-strip .cell[data-page="4"]').click()
     page = http.get(f"/v1/jobs/{job_id}/pages/4").json()

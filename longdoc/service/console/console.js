@@ -12,7 +12,13 @@ import { apiKey, setKey, clearKey, ApiError, request, getJSON, getText, getBlob,
 const app = document.getElementById("app");
 const STATES = ["queued", "running", "succeeded", "partial", "failed", "cancelled", "expired"];
 const TERMINAL = new Set(["succeeded", "partial", "failed", "cancelled", "expired"]);
-const FORMATS = ["md", "json", "txt"];
+const FORMATS = ["md", "json", "txt", "pdf", "chunks", "docling"];
+const DEFAULT_FORMATS = new Set(["md", "json", "txt"]);
+// what each format is called on a button and the file name it is saved under (as the CLI names them)
+const FORMAT_LABELS = { md: "Markdown", json: "JSON", txt: "Text", pdf: "Searchable PDF", chunks: "Chunks (JSONL)",
+  docling: "Docling JSON" };
+const FILE_NAMES = { md: ".md", json: ".json", txt: ".txt", pdf: ".pdf", chunks: ".chunks.jsonl",
+  docling: ".docling.json" };
 const KINDS = ["title", "heading", "paragraph", "list", "table", "figure", "caption", "footnote", "sidenote",
   "header", "footer", "page_number", "formula"];
 const VIEW_DPI = 110;
@@ -181,7 +187,8 @@ function uploadCard(onAccepted) {
   const pages = h("input", { id: "opt-pages", placeholder: "all (e.g. 1-20,35)", size: 18 });
   const ocr = h("select", { id: "opt-ocr" }, ["auto", "force", "off"].map((o) => h("option", { value: o }, o)));
   const priority = h("input", { id: "opt-priority", type: "number", min: 0, max: 9, value: 0, size: 3 });
-  const formats = FORMATS.map((f) => h("input", { type: "checkbox", id: `opt-format-${f}`, value: f, checked: true }));
+  const formats = FORMATS.map((f) => h("input", { type: "checkbox", id: `opt-format-${f}`, value: f,
+    checked: DEFAULT_FORMATS.has(f) }));
   const list = h("ul", { id: "uploads", class: "uploads" });
   const drop = h("div", { class: "drop", id: "drop" }, "Drop PDFs or images here, or ", files);
 
@@ -222,7 +229,8 @@ function uploadCard(onAccepted) {
     h("div", { class: "options" },
       h("label", {}, "Pages ", pages),
       h("label", {}, "OCR ", ocr),
-      h("span", {}, "Formats ", formats.map((c) => h("label", { class: "inline" }, c, ` ${c.value}`))),
+      h("span", {}, "Formats ", formats.map((c) => h("label", { class: "inline", title: FORMAT_LABELS[c.value] },
+        c, ` ${c.value}`))),
       h("label", {}, "Priority ", priority)),
     list);
 }
@@ -296,7 +304,7 @@ function jobView(id) {
     if (job.state === "succeeded" || job.state === "partial") {
       for (const fmt of job.options.formats || []) {
         buttons.push(h("button", { type: "button", id: `download-${fmt}`, onclick: () => download(job, fmt) },
-          `Download ${fmt === "md" ? "Markdown" : fmt.toUpperCase()}`));
+          `Download ${FORMAT_LABELS[fmt] || fmt}`));
       }
     }
     actions.replaceChildren(...buttons);
@@ -306,7 +314,7 @@ function jobView(id) {
     try {
       const blob = await getBlob(`/v1/jobs/${id}/result?format=${fmt}`);
       const url = URL.createObjectURL(blob);
-      const a = h("a", { href: url, download: `${stem(job.filename)}.${fmt}` });
+      const a = h("a", { href: url, download: `${stem(job.filename)}${FILE_NAMES[fmt] || `.${fmt}`}` });
       document.body.append(a);
       a.click();
       a.remove();
