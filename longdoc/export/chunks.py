@@ -188,9 +188,9 @@ def _word_parts(sentence: str, budget: int) -> list[str]:
 
 
 def _pack(pieces: list[str], budget: int, sep: str) -> list[str]:
-    """Consecutive ``pieces`` joined by ``sep`` into parts within ``budget``
-    (a piece's tokens are counted alone: joining never lowers the count
-    below the sum by more than it is safe to, since runs only merge)."""
+    """Consecutive ``pieces`` joined by ``sep`` into parts within ``budget``.
+    Pieces are counted alone: joining can only merge runs of letters, which
+    lowers the count, so a part's sum bounds its joined text's count."""
     parts: list[str] = []
     current: list[str] = []
     used = 0

@@ -125,24 +125,11 @@ class _Chunks(_TextFile):
         self.finish()
 
 
-class _Docling:
-    def __init__(self, path: Path, source: dict[str, Any]) -> None:
-        self.writer = DoclingWriter(path, source.get("name", "document"), source.get("sha256", ""),
-                                    source.get("media_type", "application/pdf"))
+class _Summaryless:
+    """A writer whose ``close`` needs no document summary (pdf, docling)."""
 
-    def write_page(self, page: Page) -> None:
-        self.writer.write_page(page)
-
-    def close(self, status: DocumentStatus, errors: list[ErrorInfo], timings: dict[str, float]) -> None:
-        self.writer.close()
-
-    def abort(self) -> None:
-        self.writer.abort()
-
-
-class _Pdf:
-    def __init__(self, path: Path, context: ExportContext) -> None:
-        self.writer = SearchablePdfWriter(path, context.original, context.limits)
+    def __init__(self, writer: DoclingWriter | SearchablePdfWriter) -> None:
+        self.writer = writer
 
     def write_page(self, page: Page) -> None:
         self.writer.write_page(page)
@@ -216,8 +203,9 @@ def _open(fmt: str, path: Path, header: dict[str, Any], context: ExportContext) 
     if fmt == "chunks":
         return _Chunks(path, source.get("sha256", ""), context.chunk_tokens)
     if fmt == "docling":
-        return _Docling(path, source)
-    return _Pdf(path, context)
+        return _Summaryless(DoclingWriter(path, source.get("name", "document"), source.get("sha256", ""),
+                                          source.get("media_type", "application/pdf")))
+    return _Summaryless(SearchablePdfWriter(path, context.original, context.limits))
 
 
 def _partial(path: Path) -> Path:
