@@ -68,3 +68,31 @@ def standin_server(tmp_path_factory):
     proc.terminate()
     proc.wait(10)
     log.close()
+
+
+# --- order ------------------------------------------------------------------------
+
+#: Test files that take minutes, longest first. `make test` runs the suite on
+#: every core with pytest-xdist, a file per worker at a time (``--dist
+#: loadfile``); started first, these do not leave one worker running alone
+#: at the end. Everything else keeps its order.
+SLOW_FILES = (
+    "tests/worker/test_fleet.py",
+    "tests/service/test_durability.py",
+    "tests/service/test_hardening.py",
+    "tests/engines/test_openai_standin.py",
+    "tests/export/test_searchable_pdf.py",
+    "tests/service/test_job_flow.py",
+    "tests/service/test_console.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {path: i for i, path in enumerate(SLOW_FILES)}
+
+    def key(indexed):
+        index, item = indexed
+        path = item.nodeid.split("::", 1)[0]
+        return (rank.get(path, len(SLOW_FILES)), index)
+
+    items[:] = [item for _, item in sorted(enumerate(items), key=key)]
