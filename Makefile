@@ -11,12 +11,12 @@ sample:
 	@.venv/bin/longdoc parse longdoc/samples/sample.pdf -o out
 	@echo "outputs are in ./out (sample.md, sample.json, sample.txt)"
 
-# The suite runs on every core (pytest-xdist), a test file per worker at a time;
-# tests/conftest.py starts the slowest files first.
+# The suite runs on every core (pytest-xdist), a test file per worker at a time,
+# the slowest files first (tests/conftest.py); the 15 slowest tests are listed.
 test:
 	@scripts/system-deps.sh
 	@scripts/setup.sh test,torch
-	.venv/bin/python -m pytest -q -n auto --dist loadfile $(PYTEST_ARGS)
+	.venv/bin/python -m pytest -q -n auto --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
 bench:
 	@scripts/setup.sh test,torch

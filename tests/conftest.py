@@ -72,18 +72,30 @@ def standin_server(tmp_path_factory):
 
 # --- order ------------------------------------------------------------------------
 
-#: Test files that take minutes, longest first. `make test` runs the suite on
-#: every core with pytest-xdist, a file per worker at a time (``--dist
-#: loadfile``); started first, these do not leave one worker running alone
-#: at the end. Everything else keeps its order.
-SLOW_FILES = (
-    "tests/worker/test_fleet.py",
-    "tests/service/test_durability.py",
-    "tests/service/test_hardening.py",
-    "tests/engines/test_openai_standin.py",
-    "tests/export/test_searchable_pdf.py",
-    "tests/service/test_job_flow.py",
-    "tests/service/test_console.py",
+#: The slowest test files, longest first. `make test` runs the suite on every
+#: core with pytest-xdist, a file per worker at a time (``--dist loadfile
+#: --no-loadscope-reorder``: files are handed out in this collection order);
+#: started first, they do not leave one worker running alone at the end.
+#: Everything else keeps its order.
+SLOW_FILES = (   # seconds each took in one process on 2 cores, 2026-12-03
+    "tests/worker/test_fleet.py",                   # 276
+    "tests/service/test_durability.py",             # 116
+    "tests/service/test_hardening.py",              # 55
+    "tests/pipeline/test_resume.py",                # 46
+    "tests/engines/test_openai_standin.py",         # 45
+    "tests/service/test_job_flow.py",               # 40
+    "tests/engines/native/test_native_engine.py",   # 36
+    "tests/service/test_console.py",                # 35
+    "tests/export/test_searchable_pdf.py",          # 35
+    "tests/service/test_native_engine.py",          # 23
+    "tests/engines/test_backends.py",               # 23
+    "tests/service/test_limits.py",                 # 22
+    "tests/service/test_exports_api.py",            # 20
+    "tests/service/test_cancel_retention.py",       # 17
+    "tests/eval/test_devset.py",                    # 17
+    "tests/service/test_auth.py",                   # 17
+    "tests/service/test_openapi_fuzz.py",           # 14
+    "tests/service/test_openai_engine.py",          # 11
 )
 
 
