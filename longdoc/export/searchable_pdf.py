@@ -68,9 +68,11 @@ class SearchablePdfWriter:
         self._plan = open(self.plan_path, "w", encoding="utf-8")
         self._carried: dict[int, list[list[Any]]] = {}
         self._failed: list[int] = []
+        self._pages = 0
         self.report: BuildReport | None = None
 
     def write_page(self, page: Page) -> None:
+        self._pages += 1
         if page.status is PageStatus.FAILED:
             self._failed.append(page.number)
         entry = {"page": page.number, "rotation": page.rotation, "ocr": page.text_source is TextSource.OCR,
@@ -97,7 +99,8 @@ class SearchablePdfWriter:
         self._plan.close()
         partial = self.path.with_name(self.path.name + ".partial")
         try:
-            self.report = build(self.original, self.plan_path, partial, self.limits, failed=self._failed)
+            self.report = build(self.original, self.plan_path, partial, self.limits, pages=self._pages,
+                                failed=self._failed)
             os.replace(partial, self.path)
         finally:
             partial.unlink(missing_ok=True)
@@ -116,12 +119,13 @@ def _box(bbox: Any) -> tuple[float, float, float, float]:
 # -- the child ------------------------------------------------------------------
 
 
-def build(original: Path, plan: Path, out: Path, limits: LimitSettings, *, failed: list[int] = ()) -> BuildReport:
-    """Write the searchable PDF of ``original`` with the text ``plan`` to
-    ``out`` in a child process with the sandbox's memory cap. Raises
+def build(original: Path, plan: Path, out: Path, limits: LimitSettings, *, pages: int,
+          failed: list[int] = ()) -> BuildReport:
+    """Write the searchable PDF of ``original`` with the text ``plan`` (of
+    ``pages`` pages) to ``out`` in a child process with the sandbox's memory
+    cap. Raises
     ResourceLimit when it passes the cap or its time, OutputError when the
     file cannot be written, the original's input errors."""
-    pages = sum(1 for _ in open(plan, encoding="utf-8"))
     timeout = limits.worker_timeout_seconds + SECONDS_PER_PAGE * pages
     ctx = procs.context()
     parent, child = ctx.Pipe(duplex=False)

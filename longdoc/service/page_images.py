@@ -92,13 +92,10 @@ class PageImages:
         path = self.originals.path(job.id, job.size_bytes, lambda dest: fetch_original(self.store, job, dest))
         source = open_sandboxed(path, self.settings.limits, name=job.filename)
         with self._lock:
-            previous = self._open.pop(job.id, None)
+            closing = [self._open.pop(job.id)[0]] if job.id in self._open else []   # opened meanwhile
             self._open[job.id] = (source, time.monotonic())
-            evicted = [s for jid, (s, _) in sorted(self._open.items(), key=lambda kv: kv[1][1])[:-KEEP_OPEN]]
-            for jid in [jid for jid, (s, _) in self._open.items() if s in evicted]:
-                del self._open[jid]
-        for old in [previous[0]] if previous else []:
-            old.close()
-        for old in evicted:
+            by_use = sorted(self._open, key=lambda jid: self._open[jid][1])
+            closing += [self._open.pop(jid)[0] for jid in by_use[:-KEEP_OPEN]]
+        for old in closing:
             old.close()
         return source
