@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -110,3 +111,27 @@ def to_png(doc: GeneratedDoc, page: int, dpi: int, out_path: str | Path) -> Gene
         order_checks=[(b, a) for b, a in doc.order_checks if order_ok(text, b, a)],
         image_dpi=dpi,
     )
+
+
+def office_scan(born: str | Path, out_path: str | Path, *, dpi: int = 200, max_skew: float = 0.6,
+                jpeg_quality: int = 75, seed: int | str = 0) -> list[float]:
+    """Write an image-only PDF of ``born`` as an office scanner would make it:
+    every page rendered at ``dpi`` in grey, turned by a random angle within
+    ±``max_skew`` degrees (seeded), stored as JPEG of ``jpeg_quality``, at the
+    original page size. Returns each page's angle (counter-clockwise degrees)."""
+    rng = random.Random(seed)
+    pdf = FPDF(unit="pt")
+    pdf.set_auto_page_break(False)
+    pdf.set_creation_date(FIXED_DATE)
+    angles = []
+    for width, height, bitmap in _rendered_pages(Path(born), dpi):
+        angle = rng.uniform(-max_skew, max_skew)
+        image = bitmap.to_pil().convert("L").rotate(angle, resample=Image.BICUBIC, fillcolor=255)
+        buf = io.BytesIO()
+        image.save(buf, format="JPEG", quality=jpeg_quality)
+        pdf.add_page(format=(width, height))
+        pdf.image(buf, x=0, y=0, w=width, h=height)
+        angles.append(angle)
+    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+    pdf.output(str(out_path))
+    return angles
