@@ -82,6 +82,9 @@ class Line(BaseModel):
     bbox: BBox
     confidence: float = Field(ge=0.0, le=1.0)
     page: int = Field(ge=1, description="1-based page the line sits on")
+    pitch: float | None = Field(
+        default=None, gt=0.0, description="points per character when the line is set in a fixed-pitch "
+        "(monospace) font, its characters on a grid (code); None otherwise")
 
 
 class BlockKind(str, Enum):
@@ -98,6 +101,7 @@ class BlockKind(str, Enum):
     FOOTER = "footer"
     PAGE_NUMBER = "page_number"
     FORMULA = "formula"
+    CODE = "code"
 
 
 #: Kinds kept out of the main text (Markdown/plain text) but present in JSON.
