@@ -144,23 +144,22 @@ def _several_lines(glyphs: list[Glyph], height: float) -> bool:
 
 
 def rapid_recognizer(name: str) -> Any:
+    """A recognizer by name: ``tiny``, ``small``, ``small-int8``, optionally
+    ``@openvino`` (default ONNX Runtime), decoding with MarginDecode."""
     from rapidocr import RapidOCR
 
-    from longdoc.engines import ctc, int8, model_files
+    from longdoc.engines import backends, ctc, int8, model_files
     from longdoc.engines.rapidocr_worker import DEFAULT_PARAMS
 
-    params = dict(DEFAULT_PARAMS)
-    model, _, backend = name.partition("@")
-    if backend == "openvino":
-        from longdoc.engines import backends
-        params.update(backends.params("openvino", 1))
+    model, _, runtime = name.partition("@")
+    runtime = runtime or "onnxruntime"
+    path = keys = None
     if model == "tiny":
-        rec, keys = model_files.tiny_recognizer()
-        params.update({"Rec.model_path": str(rec), "Rec.rec_keys_path": str(keys)})
+        path, keys = (str(p) for p in model_files.tiny_recognizer())
     elif model == "small-int8":
-        params["Rec.model_path"] = str(int8.ensure())
-    ocr = RapidOCR(params=params)
-    return ctc.install(ocr._load_rec_model())
+        path = str(int8.ensure())
+    params = {**DEFAULT_PARAMS, **backends.engine_config(1), **backends.rec_params(runtime, path, keys)}
+    return ctc.install(RapidOCR(params=params)._load_rec_model())
 
 
 def read_rapid(rec: Any, crops: list[np.ndarray]) -> list[tuple[str, float, Any]]:

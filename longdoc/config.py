@@ -143,10 +143,12 @@ class InferenceSettings(_Section):
     threads_per_worker: int = Field(default=1, ge=1)
     page_timeout_seconds: float = Field(default=300.0, gt=0)
     backend: Literal["auto", "onnxruntime", "openvino"] = Field(
-        default="auto", description="runtime of the rapidocr engine's models; auto: the faster one on this "
-        "machine, timed once and remembered")
-    int8: bool = Field(default=True, description="rapidocr: the int8 recognizer built from the wheel's model "
-                       "(its convolutions in int8: ~1.2x faster recognition, same error rate); false = the float model")
+        default="auto", description="runtime of the rapidocr engine's models; auto: for each model (detector, "
+        "recognizer, the cascade's second recognizer) the faster one on this machine, timed once and remembered")
+    int8: bool = Field(default=False, description="rapidocr: the int8 copy of the small recognizer, built from the "
+                       "wheel's model (its convolutions in int8): 1.2x faster on ONNX Runtime, slower on OpenVINO, "
+                       "and it reads real documents worse (line CER 1.23% against 1.11%, bench/lines.py); "
+                       "false = the float model")
     recognizer: Literal["cascade", "small", "tiny"] = Field(
         default="cascade", description="rapidocr: which text recognizer reads the lines; cascade: PP-OCRv6 tiny "
         "reads every line and the small model reads again the lines tiny is unsure of (4-5x less recognition "

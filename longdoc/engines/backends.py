@@ -1,18 +1,26 @@
-"""Which inference runtime RapidOCR's models run on: ONNX Runtime or OpenVINO.
+"""Which inference runtime each of RapidOCR's models runs on: ONNX Runtime or OpenVINO.
 
-Both read the same ONNX files from the ``rapidocr`` wheel and give the same
-text; their speed depends on the processor (OpenVINO ran the recognizer
-about twice as fast on a 2-core Intel Xeon with AVX-512/AMX). Setting
-``inference.backend``:
+Both read the same ONNX files and give the same text; their speed depends
+on the processor *and on the model*. Measured one model at a time on a
+2-core Intel Xeon with AVX-512/AMX (``python bench/lines.py``, one thread):
+the detector ran 0.16 s a page on OpenVINO against 0.61 s on ONNX Runtime,
+the small recognizer 22 ms a line against 40 ms, but the tiny recognizer
+10 ms against 8 ms: no single runtime is fastest for all three. So the
+choice is made per *role* (:data:`ROLES`): ``det`` (the text detector),
+``rec`` (the recognizer that reads every line) and ``recheck`` (the
+cascade's accurate recognizer, which reads again the lines the first was
+unsure of). Setting ``inference.backend``:
 
-- ``onnxruntime`` or ``openvino``: that one (OpenVINO missing →
-  :class:`~longdoc.errors.EngineUnavailable`);
-- ``auto`` (default): time both on one calibration page in a worker process
-  (:func:`~longdoc.engines.rapidocr_worker.time_backends`, the engine's own
-  recognizers) and keep the faster — OpenVINO only when it is clearly
-  faster (:data:`OPENVINO_MARGIN`). The choice is remembered per machine (processor model, core count,
-  thread count and runtime versions) in ``backend.json`` under the cache
-  folder (``$LONGDOC_CACHE_DIR``, else ``$XDG_CACHE_HOME/longdoc``, else
+- ``onnxruntime`` or ``openvino``: that one for every role (OpenVINO
+  missing → :class:`~longdoc.errors.EngineUnavailable`);
+- ``auto`` (default): each role's model is timed on both runtimes in a
+  worker process (:func:`~longdoc.engines.rapidocr_worker.time_roles`: the
+  detector on a calibration strip, the recognizers on its lines) and each
+  role keeps the faster — OpenVINO only when it is clearly faster
+  (:data:`OPENVINO_MARGIN`). The choice is remembered per machine
+  (processor model, core count, thread count, runtime versions and the
+  models' hashes) in ``backend.json`` under the cache folder
+  (``$LONGDOC_CACHE_DIR``, else ``$XDG_CACHE_HOME/longdoc``, else
   ``~/.cache/longdoc``), so the timing runs once per machine, not per start.
 
 OpenVINO runs with one stream, ``inference_num_threads`` threads and CPU
@@ -49,6 +57,9 @@ PROBE_TIMEOUT_S = 300.0
 #: by ±5% run to run, and OpenVINO compiles its models at every start
 #: (~1-2 s more than ONNX Runtime per worker)
 OPENVINO_MARGIN = 0.10
+#: the models of the rapidocr wheel
+DET_MODEL = "PP-OCRv6_det_small.onnx"
+REC_MODEL = "PP-OCRv6_rec_small.onnx"
 
 
 def available(backend: str) -> bool:
@@ -56,18 +67,11 @@ def available(backend: str) -> bool:
     return importlib.util.find_spec(backend) is not None
 
 
-def params(backend: Backend, threads: int) -> dict[str, Any]:
-    """RapidOCR settings that put detector and recognizer on ``backend``."""
-    if backend == "onnxruntime":
-        return {"EngineConfig.onnxruntime.intra_op_num_threads": threads}
-    from rapidocr import EngineType
-
-    models = _model_dir()
+def engine_config(threads: int) -> dict[str, Any]:
+    """RapidOCR's settings of both runtimes (``threads`` each; each model
+    reads those of the runtime it runs on)."""
     return {
-        "Det.engine_type": EngineType.OPENVINO,
-        "Rec.engine_type": EngineType.OPENVINO,
-        "Det.model_path": str(models / "PP-OCRv6_det_small.onnx"),
-        "Rec.model_path": str(models / "PP-OCRv6_rec_small.onnx"),
+        "EngineConfig.onnxruntime.intra_op_num_threads": threads,
         "EngineConfig.openvino.inference_num_threads": threads,
         "EngineConfig.openvino.num_streams": 1,
         "EngineConfig.openvino.performance_hint": "LATENCY",
@@ -75,38 +79,61 @@ def params(backend: Backend, threads: int) -> dict[str, Any]:
     }
 
 
-#: an OCR set-up per backend: RapidOCR settings and the cascade plan (or None)
-Setup = tuple[dict[str, Any], Any]
+def det_params(backend: Backend, model: str | None = None) -> dict[str, Any]:
+    """RapidOCR settings that run the text detector (``model``, default the
+    wheel's PP-OCRv6 small detector) on ``backend``."""
+    from rapidocr import EngineType
+
+    return {"Det.engine_type": EngineType(backend), "Det.model_path": model or str(_model_dir() / DET_MODEL)}
 
 
-def choose(asked: str, threads: int, setup: Callable[[Backend], Setup] | None = None,
-           models: Sequence[str | None] = ()) -> tuple[Backend, str]:
-    """The backend to use for ``asked`` (auto, onnxruntime, openvino) and
-    why: ``asked``, ``measured``, ``remembered`` or ``only one installed``.
-    ``setup(backend)`` gives the engine's OCR set-up on that backend (what
-    is timed; default: the wheel's models with longdoc's settings);
-    ``models``: the model files it reads (their hashes are part of what the
-    choice is remembered under). OpenVINO is kept only when it reads
-    :data:`OPENVINO_MARGIN` faster: it compiles its models at every start."""
+def rec_params(backend: Backend, model: str | None = None, keys: str | None = None) -> dict[str, Any]:
+    """RapidOCR settings that run a recognizer (``model`` and its dictionary
+    ``keys``; default the wheel's PP-OCRv6 small recognizer, whose
+    dictionary is inside the model) on ``backend``."""
+    from rapidocr import EngineType
+
+    out: dict[str, Any] = {"Rec.engine_type": EngineType(backend), "Rec.model_path": model or str(_model_dir() / REC_MODEL)}
+    if keys:
+        out["Rec.rec_keys_path"] = keys
+    return out
+
+
+#: the models a RapidOCR set-up runs, in the order the engine version lists them
+ROLES = ("det", "rec", "recheck")
+#: per role, the RapidOCR settings that run the role's model on each runtime (what is timed)
+Candidates = dict[str, dict[str, dict[str, Any]]]
+
+
+def choose(asked: str, threads: int, roles: Sequence[str], candidates: Callable[[], Candidates],
+           models: Sequence[str | None] = ()) -> tuple[dict[str, Backend], str]:
+    """The runtime of each of ``roles`` for ``asked`` (auto, onnxruntime,
+    openvino), and why: ``asked``, ``measured``, ``remembered``, ``only one
+    installed`` or ``timing failed``. ``candidates()`` gives, per role, the
+    settings that run its model on each runtime (called only when timing);
+    ``models``: the model files the roles read (their hashes are part of
+    what the choice is remembered under). Per role, OpenVINO is kept only
+    when it ran :data:`OPENVINO_MARGIN` faster: it compiles its models at
+    every start."""
     if asked in BACKENDS:
         if not available(asked):
             raise EngineUnavailable(f"inference.backend is {asked!r} but the `{asked}` package is not installed.",
                                     hint=f"pip install {asked}, or set inference.backend: auto")
-        return asked, "asked"  # type: ignore[return-value]
+        return {role: asked for role in roles}, "asked"  # type: ignore[misc]
     if not available("openvino"):
-        return "onnxruntime", "only one installed"
-    key = machine_key(threads, models)
+        return {role: "onnxruntime" for role in roles}, "only one installed"
+    key = machine_key(threads, [*roles, *(m or "" for m in models)])
     remembered = _read_cache().get(key)
-    if remembered and remembered.get("backend") in BACKENDS:
-        return remembered["backend"], "remembered"
-    setup = setup or (lambda backend: (default_params(backend, threads), None))
-    seconds = _probe({backend: setup(backend) for backend in BACKENDS if available(backend)})
-    if not seconds:
-        return "onnxruntime", "timing failed"
-    best = faster(seconds)
-    log.info("backend chosen", extra={"backend": best, "seconds": seconds})
-    _write_cache(key, {"backend": best, "seconds": seconds, "measured_at": time.time()})
-    return best, "measured"
+    if remembered and set(remembered.get("runtimes", {})) == set(roles) and \
+            all(b in BACKENDS for b in remembered["runtimes"].values()):
+        return remembered["runtimes"], "remembered"
+    seconds = _probe(candidates())
+    if set(seconds) != set(roles):
+        return {role: "onnxruntime" for role in roles}, "timing failed"
+    runtimes = {role: faster(seconds[role]) for role in roles}
+    log.info("runtimes chosen", extra={"runtimes": runtimes, "seconds": seconds})
+    _write_cache(key, {"runtimes": runtimes, "seconds": seconds, "measured_at": time.time()})
+    return runtimes, "measured"
 
 
 def faster(seconds: dict[str, float]) -> Backend:
@@ -118,17 +145,11 @@ def faster(seconds: dict[str, float]) -> Backend:
     return "openvino" if ov is not None and ov <= (1 - OPENVINO_MARGIN) * ort else "onnxruntime"
 
 
-def default_params(backend: Backend, threads: int) -> dict[str, Any]:
-    """The wheel's models with longdoc's default settings, on ``backend``."""
-    from longdoc.engines.rapidocr_worker import DEFAULT_PARAMS
-
-    return {**DEFAULT_PARAMS, **params(backend, threads)}
-
-
-def machine_key(threads: int, models: Sequence[str | None] = ()) -> str:
-    """What the speed of a backend depends on, hashed."""
+def machine_key(threads: int, models: Sequence[str] = ()) -> str:
+    """What the speed of the runtimes depends on, hashed (``models``: role
+    names and model files, the files by their hash)."""
     facts = {"cpu": cpu_model(), "cores": os.cpu_count(), "machine": platform.machine(), "threads": threads,
-             "models": [sha256_of(Path(m)) if m else None for m in models],
+             "models": [sha256_of(Path(m)) if m and Path(m).is_file() else m for m in models],
              **{name: _version(name) for name in ("rapidocr", "onnxruntime", "openvino")}}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -140,12 +161,12 @@ def cache_dir() -> Path:
     return Path(base) / "longdoc"
 
 
-def _probe(setups: dict[str, Setup]) -> dict[str, float]:
+def _probe(candidates: Candidates) -> dict[str, dict[str, float]]:
     from longdoc.engines import rapidocr_worker
 
     try:
         with ProcessPoolExecutor(1, mp_context=procs.context()) as pool:
-            future = pool.submit(rapidocr_worker.time_backends, setups, os.getpid())
+            future = pool.submit(rapidocr_worker.time_roles, candidates, os.getpid())
             return future.result(timeout=PROBE_TIMEOUT_S)
     except Exception as exc:  # a backend that fails to build or run loses
         log.warning("backend timing failed", extra={"error": f"{type(exc).__name__}: {exc}"})

@@ -1,29 +1,33 @@
 """Two text recognizers, one reading: a fast one reads every line, an
 accurate one reads again the lines the fast one may have got wrong.
 
-RapidOCR's recognizer is ~90% of a page's OCR time. PP-OCRv6 *tiny* costs
+RapidOCR's recognizer is most of a page's OCR time. PP-OCRv6 *tiny* costs
 a fifth of the *small* model in the ``rapidocr`` wheel (0.58 M against
-3.1 M multiply-adds per input column; 5.6× faster on dense pages here) and
-reads clean print as well: on the generated dense English and Chinese scans
-of ``bench/vs_ocrmypdf.py`` its text equals the small model's. On harder
-pages it drops letters now and then, and it knows 6,904 characters against
-18,708, so a rare character comes out wrong — but then it is unsure: the
-line's mean character confidence falls. A line is read again by the
-accurate model when
+3.1 M multiply-adds per input column) and reads clean running text almost
+as well, but not real documents: line by line on 1,821 lines of real
+scanned manuals (``python bench/lines.py``), tiny reads 1.68% of the
+characters wrong and small 1.09%; tiny drops spaces after punctuation,
+reads ``0`` for ``O`` and ``w`` for ``W`` inside codes, misses rare
+characters (it knows 6,904 against 18,708) and glues digit groups
+("1 220" → "1220") while sure of itself. Both read through
+:class:`~longdoc.engines.ctc.MarginDecode`, which keeps per character its
+probability and its margin over the second choice. A line is read again
+by the accurate model (:func:`needs_recheck`) when
 
-- its mean confidence is below ``below`` (default 0.96), or
-- its text has a run of four or more digits: the tiny model glues digit
-  groups set apart by thin spaces ("1 220" → "1220") and is sure of it.
+- its mean character confidence is below ``below`` (default 0.96);
+- a character other than a space was read with a margin under
+  :data:`MARGIN_BELOW` over its second choice (tiny hesitated between
+  two readings, however sure it was on average);
+- it holds something users search for and tiny misreads confidently: a
+  run of four or more digits, a token mixing letters and digits
+  (``PN-4471-AX3``, ``x0``), a case change inside a word (``QZX2wQ``), or
+  code-like punctuation (:data:`CODE_SHARE` of its characters among
+  ``{}[]()<>=;\\_|#$%&*~``).
 
-The accurate model's reading then replaces the fast one's. Measured with
-``python bench/recognizers.py`` (one process, same pages, AMD EPYC): on 21
-pages of the dev set's real documents, word F1 against the ground truth
-0.7713 for the cascade, 0.7729 small alone, 0.7474 tiny alone, in 1.93×
-less time than small; on dense generated scans (English and Chinese) the
-same CER as small in 4.5× less time. The bar and the digit rule were chosen
-on the dev set's lines (tiny against small line by line): at 0.96 a seventh
-of the line width is read twice there; at 0.97 a quarter, for 0.06% fewer
-differences from small.
+The accurate model's reading then replaces the fast one's. The rules,
+replayed on the same real lines (``python bench/lines.py --rules``):
+the former two rules (confidence, digit runs) re-read 15% of the lines for
+a CER of 1.35%; these re-read about a third for 1.18%.
 """
 
 from __future__ import annotations
@@ -32,10 +36,21 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from longdoc.engines.ctc import LineReading, install
+
 #: a run of digits the tiny recognizer may have joined from several groups
 DIGIT_RUN = re.compile(r"\d{4,}")
+#: a token holding both letters and digits (codes, identifiers, part numbers)
+MIXED_TOKEN = re.compile(r"(?=[^\s]*[^\W\d_])(?=[^\s]*\d)[^\s]{2,}")
+#: a case change inside a word: lower then upper, or upper-upper-lower
+CASE_FLIP = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
+CODE_CHARS = frozenset("{}[]()<>=;\\_|#$%&*~")
+#: share of a line's characters that are code punctuation for it to be code-like
+CODE_SHARE = 0.08
 #: mean character confidence under which a line is read again
 DEFAULT_BELOW = 0.96
+#: a character read this little ahead of its second choice is a doubt
+MARGIN_BELOW = 0.2
 
 
 @dataclass(frozen=True)
@@ -47,55 +62,86 @@ class RecheckPlan:
     below: float = DEFAULT_BELOW
 
 
-def needs_recheck(text: str, score: float, below: float) -> bool:
-    """Whether a line the fast recognizer read as ``text`` with mean
-    confidence ``score`` is read again."""
-    return score < below or DIGIT_RUN.search(text) is not None
+def needs_recheck(reading: LineReading, below: float = DEFAULT_BELOW) -> bool:
+    """Whether a line the fast recognizer read so is read again (the rules
+    of the module docstring)."""
+    text = reading.text
+    if not text.strip() or reading.mean < below:
+        return True
+    if any(m < MARGIN_BELOW for m, ch in zip(reading.margins, text) if not ch.isspace()):
+        return True
+    if DIGIT_RUN.search(text) or MIXED_TOKEN.search(text) or CASE_FLIP.search(text):
+        return True
+    return sum(ch in CODE_CHARS for ch in text) >= CODE_SHARE * len(text)
 
 
 @dataclass
-class CascadeRecognizer:
+class Recognizer:
     """Stands where RapidOCR's ``TextRecognizer`` stands (called with a
-    ``TextRecInput``, returns a ``TextRecOutput``). ``lines`` and
-    ``rechecked`` count what it has read since it was made."""
+    ``TextRecInput``, returns a ``TextRecOutput``) and always decodes with
+    :class:`~longdoc.engines.ctc.MarginDecode`: the output's
+    ``word_results`` hold one :class:`~longdoc.engines.ctc.LineReading`
+    per line. ``lines`` counts what it has read since it was made."""
 
-    fast: Any
-    accurate: Any
-    below: float = DEFAULT_BELOW
+    model: Any
     lines: int = field(default=0, init=False)
     rechecked: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        install(self.model)
+
+    def __call__(self, args: Any) -> Any:
+        from rapidocr.ch_ppocr_rec.typings import TextRecInput
+
+        out = self.model(TextRecInput(img=args.img, return_word_box=True))
+        self.lines += len(out.txts or ())
+        return out
+
+
+@dataclass
+class CascadeRecognizer(Recognizer):
+    """A :class:`Recognizer` (``model``: the fast one) whose doubtful lines
+    (:func:`needs_recheck`) ``accurate`` reads again; ``rechecked`` counts them."""
+
+    accurate: Any = None
+    below: float = DEFAULT_BELOW
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        install(self.accurate)
 
     def __call__(self, args: Any) -> Any:
         from rapidocr.ch_ppocr_rec.typings import TextRecInput, TextRecOutput
 
-        first = self.fast(args)
+        first = super().__call__(args)
         images = list(first.imgs or [])
         texts, scores = list(first.txts or ()), list(first.scores or ())
-        words = list(first.word_results or ())
-        again = [i for i, (text, score) in enumerate(zip(texts, scores)) if needs_recheck(text, score, self.below)]
-        self.lines += len(texts)
+        readings = list(first.word_results or ())
+        again = [i for i, reading in enumerate(readings) if needs_recheck(reading, self.below)]
         self.rechecked += len(again)
         if not again:
             return first
-        second = self.accurate(TextRecInput(img=[images[i] for i in again], return_word_box=args.return_word_box))
+        second = self.accurate(TextRecInput(img=[images[i] for i in again], return_word_box=True))
         for k, i in enumerate(again):
-            texts[i], scores[i] = second.txts[k], second.scores[k]
-            if i < len(words) and k < len(second.word_results or ()):
-                words[i] = second.word_results[k]
-        return TextRecOutput(imgs=first.imgs, txts=tuple(texts), scores=scores, word_results=tuple(words),
+            texts[i], scores[i], readings[i] = second.txts[k], second.scores[k], second.word_results[k]
+        return TextRecOutput(imgs=first.imgs, txts=tuple(texts), scores=scores, word_results=tuple(readings),
                              elapse=(first.elapse or 0.0) + (second.elapse or 0.0), viser=first.viser)
 
 
-def attach(ocr: Any, plan: RecheckPlan) -> CascadeRecognizer:
-    """Make ``ocr`` (a ``RapidOCR`` whose ``Rec`` settings name the fast
-    model) read lines through a cascade with the accurate model of ``plan``.
+def attach(ocr: Any, plan: RecheckPlan | None) -> Recognizer:
+    """Make ``ocr`` (a ``RapidOCR`` whose ``Rec`` settings name the first
+    model) read lines through a :class:`Recognizer`, or through a
+    :class:`CascadeRecognizer` with the accurate model of ``plan``.
 
     Uses RapidOCR 3.10's recognizer slot (``text_rec``, filled by
     ``_load_rec_model``): the pipeline calls whatever stands there.
     """
-    from rapidocr import RapidOCR
+    if plan is None:
+        recognizer = Recognizer(ocr._load_rec_model())
+    else:
+        from rapidocr import RapidOCR
 
-    accurate = RapidOCR(params=plan.accurate_params)._load_rec_model()
-    cascade = CascadeRecognizer(fast=ocr._load_rec_model(), accurate=accurate, below=plan.below)
-    ocr.text_rec = cascade
-    return cascade
+        accurate = RapidOCR(params=plan.accurate_params)._load_rec_model()
+        recognizer = CascadeRecognizer(ocr._load_rec_model(), accurate=accurate, below=plan.below)
+    ocr.text_rec = recognizer
+    return recognizer

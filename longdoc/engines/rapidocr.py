@@ -18,11 +18,12 @@ recognition time on dense pages, the small model's accuracy); ``small`` or
 ``tiny`` alone. Tiny comes from set-up (:mod:`~longdoc.engines.model_files`);
 without it the engine reads with small alone and says so in a warning.
 
-Runtime (``backend``): ONNX Runtime or OpenVINO under the same models,
-``auto`` times both once per machine and keeps the faster
-(:mod:`~longdoc.engines.backends`); the engine version ends with it
-(``rapidocr-3.10.0/PP-OCRv6/openvino``), so every page, the job record and
-``/readyz`` say which ran. ``recycle_after_pages``: ONNX Runtime's memory
+Runtimes (``backend``): ONNX Runtime or OpenVINO under each model, ``auto``
+times both once per machine *per model* (detector, first and second
+recognizer) and keeps the faster for each
+(:mod:`~longdoc.engines.backends`); the engine version ends with them
+(``rapidocr-3.10.0/PP-OCRv6-tiny+small/openvino+onnxruntime+openvino``), so
+every page, the job record and ``/readyz`` say which ran. ``recycle_after_pages``: ONNX Runtime's memory
 arena never returns memory to the system, so after about that many pages
 per worker the pool is replaced between two ``recognize`` calls (page
 groups), never in the middle of one.
@@ -162,7 +163,7 @@ class RapidOcrEngine:
         self._rec_model: str | None | bool = False  # False: not looked for yet
         self._tiny: tuple[str, str] | None | bool = False  # False: not looked for yet
         self._extra_params = dict(params or {})
-        self._backend: tuple[backends.Backend, str] | None = None
+        self._runtimes: tuple[dict[str, backends.Backend], str] | None = None
         self._pages_since_start = 0
         self.in_process = workers <= 1
         self.max_in_flight = 1 if self.in_process else (max_in_flight or 2 * self.workers)
@@ -173,17 +174,31 @@ class RapidOcrEngine:
         self._pool: ProcessPoolExecutor | None = None
         self._pids: list[int] = []
 
-    # --- backend ---------------------------------------------------------
+    # --- runtimes --------------------------------------------------------
 
     @property
-    def backend(self) -> backends.Backend:
-        """The runtime the models run on (``auto`` resolved on first use:
-        remembered for this machine, or timed; see :mod:`~longdoc.engines.backends`)."""
-        if self._backend is None:
-            self._backend = backends.choose(self.asked_backend, self.threads_per_worker, self._setup,
-                                            models=[self.rec_model, self.tiny_model[0] if self.tiny_model else None])
-            log.info("rapidocr backend", extra={"backend": self._backend[0], "why": self._backend[1]})
-        return self._backend[0]
+    def roles(self) -> tuple[str, ...]:
+        """The models a page goes through: the detector, the recognizer that
+        reads every line and, for the cascade, the one that reads again."""
+        return backends.ROLES if self.recognizer == "cascade" else backends.ROLES[:2]
+
+    @property
+    def runtimes(self) -> dict[str, backends.Backend]:
+        """The runtime of each role (``auto`` resolved on first use, per
+        role: remembered for this machine, or timed; see
+        :mod:`~longdoc.engines.backends`)."""
+        if self._runtimes is None:
+            models = self._models()
+            self._runtimes = backends.choose(self.asked_backend, self.threads_per_worker, self.roles,
+                                             self._candidates, models=[models[r][0] for r in self.roles])
+            log.info("rapidocr runtimes", extra={"runtimes": self._runtimes[0], "why": self._runtimes[1]})
+        return self._runtimes[0]
+
+    @property
+    def backend(self) -> str:
+        """The runtimes in role order, ``+``-joined (one name when all agree)."""
+        chosen = [self.runtimes[r] for r in self.roles]
+        return chosen[0] if len(set(chosen)) == 1 else "+".join(chosen)
 
     @property
     def rec_model(self) -> str | None:
@@ -220,35 +235,54 @@ class RapidOcrEngine:
         the tiny model is missing."""
         return self.asked_recognizer if self.tiny_model else "small"
 
-    def _setup(self, backend: backends.Backend) -> tuple[dict[str, Any], RecheckPlan | None]:
-        """RapidOCR settings on ``backend`` (the defaults, the backend's, the
-        recognizer's, then the caller's) and the cascade's plan, if any."""
-        rec = {"Rec.model_path": self.rec_model} if self.rec_model else {}
-        accurate = {**DEFAULT_PARAMS, **backends.params(backend, self.threads_per_worker), **rec,
-                    **self._extra_params}
-        if self.recognizer == "small" or not self.tiny_model:
-            return accurate, None
-        fast = {**accurate, "Rec.model_path": self.tiny_model[0], "Rec.rec_keys_path": self.tiny_model[1]}
-        if self.recognizer == "tiny":
-            return fast, None
-        return fast, RecheckPlan(accurate_params=accurate, below=self.recheck_below)
+    def _models(self) -> dict[str, tuple[str | None, str | None]]:
+        """Each role's model file and dictionary (None: the wheel's own)."""
+        small = (self.rec_model, None)
+        first = self.tiny_model if self.recognizer in ("tiny", "cascade") else small
+        return {"det": (None, None), "rec": first, "recheck": small}  # type: ignore[dict-item]
+
+    def _role_params(self, role: str, runtime: backends.Backend) -> dict[str, Any]:
+        model, keys = self._models()[role]
+        if role == "det":
+            return backends.det_params(runtime, model)
+        return backends.rec_params(runtime, model, keys)
+
+    def _candidates(self) -> backends.Candidates:
+        """What :func:`backends.choose` times: each role's model on each runtime installed."""
+        base = {**DEFAULT_PARAMS, **backends.engine_config(self.threads_per_worker), **self._extra_params}
+        return {role: {rt: {**base, **self._role_params(role, rt)} for rt in backends.BACKENDS
+                       if backends.available(rt)} for role in self.roles}
+
+    def _setup(self) -> tuple[dict[str, Any], RecheckPlan | None]:
+        """RapidOCR settings (the defaults, both runtimes' settings, the
+        detector's and first recognizer's model and runtime, then the
+        caller's) and the cascade's plan, if any."""
+        base = {**DEFAULT_PARAMS, **backends.engine_config(self.threads_per_worker)}
+        det = self._role_params("det", self.runtimes["det"])
+        first = {**base, **det, **self._role_params("rec", self.runtimes["rec"]), **self._extra_params}
+        if self.recognizer != "cascade":
+            return first, None
+        accurate = {**base, **det, **self._role_params("recheck", self.runtimes["recheck"]), **self._extra_params}
+        return first, RecheckPlan(accurate_params=accurate, below=self.recheck_below)
 
     @property
     def params(self) -> dict[str, Any]:
         """RapidOCR settings of the (first) recognizer."""
-        return self._setup(self.backend)[0]
+        return self._setup()[0]
 
     @property
     def recheck(self) -> RecheckPlan | None:
         """The cascade's plan (None unless ``recognizer`` is ``cascade``)."""
-        return self._setup(self.backend)[1]
+        return self._setup()[1]
 
     @cached_property
     def version(self) -> str:
-        """``rapidocr-<version>/<model>/<backend>``, the model being
+        """``rapidocr-<version>/<model>/<runtimes>``, the model being
         ``PP-OCRv6[-int8]`` (small), ``PP-OCRv6-tiny`` or
-        ``PP-OCRv6-tiny+small[-int8]`` (cascade): recorded with every page
-        (worked out once: backend and recognizer are settled on first use)."""
+        ``PP-OCRv6-tiny+small[-int8]`` (cascade), the runtimes as
+        :attr:`backend` gives them (``onnxruntime``; ``openvino+onnxruntime+openvino``
+        for detector, first and second recognizer): recorded with every page
+        (worked out once: runtimes and recognizer are settled on first use)."""
         family = self._extra_params.get("Det.ocr_version", "PP-OCRv6")
         int8 = "-int8" if self.rec_model else ""
         model = {"small": f"{family}{int8}", "tiny": f"{family}-tiny",
@@ -270,7 +304,7 @@ class RapidOcrEngine:
                 raise EngineUnavailable(f"Python package `{module}` is not installed.", hint=_INSTALL_HINT)
         if self.in_process:
             try:
-                self._ocr = rapidocr_worker.build_ocr(*self._setup(self.backend))
+                self._ocr = rapidocr_worker.build_ocr(*self._setup())
             except Exception as exc:  # ImportError, ONNX Runtime errors
                 raise EngineUnavailable(f"RapidOCR failed to start: {exc}", hint=_INSTALL_HINT) from exc
         else:
@@ -402,7 +436,7 @@ class RapidOcrEngine:
     def _start_pool(self) -> None:
         """Start ``workers`` processes and wait until each has warmed up."""
         context = procs.context() if self.start_method == "forkserver" else multiprocessing.get_context("spawn")
-        params, recheck = self._setup(self.backend)
+        params, recheck = self._setup()
         pool = ProcessPoolExecutor(
             max_workers=self.workers,
             mp_context=context,
@@ -440,9 +474,11 @@ class RapidOcrEngine:
         self._pages_since_start += 1
         sideways = raw.rotation in (90, 270)
         frame = replace(page, width_pt=page.height_pt, height_pt=page.width_pt) if sideways else page
+        pitches = raw.pitches or [None] * len(raw.texts)
         lines = [
-            Line(text=text, bbox=quad_box(frame, quad), confidence=confidence(score), page=page.page)
-            for quad, text, score in zip(raw.quads, raw.texts, raw.scores)
+            Line(text=text, bbox=quad_box(frame, quad), confidence=confidence(score), page=page.page,
+                 pitch=pitch * 72.0 / page.dpi if pitch else None)
+            for quad, text, score, pitch in zip(raw.quads, raw.texts, raw.scores, pitches)
             if text.strip()
         ]
         return RecognizedPage(

@@ -11,13 +11,15 @@ from __future__ import annotations
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from longdoc import procs
+from longdoc.engines import lookalikes, pitch
 from longdoc.engines.cascade import RecheckPlan, attach
+from longdoc.engines.ctc import LineReading
 from longdoc.engines.results import check_image
 from longdoc.engines.symbol_runs import recount_runs
 
@@ -51,6 +53,12 @@ class RawPage:
     #: recognizer of a cascade (:mod:`~longdoc.engines.cascade`)
     lines_read: int = 0
     rechecked: int = 0
+    #: per line, pixels per character of a fixed-pitch line (None: proportional;
+    #: :mod:`~longdoc.engines.pitch`)
+    pitches: list[float | None] = field(default_factory=list)
+    #: per line, what the recognizer saw (:class:`~longdoc.engines.ctc.LineReading`);
+    #: used in the worker, emptied before the page leaves it
+    readings: list[Any] = field(default_factory=list)
 
 
 def build_ocr(params: dict[str, Any], recheck: RecheckPlan | None = None) -> Any:
@@ -61,8 +69,7 @@ def build_ocr(params: dict[str, Any], recheck: RecheckPlan | None = None) -> Any
 
     _adopt_rapidocr_logger()
     ocr = RapidOCR(params=params)
-    if recheck is not None:
-        attach(ocr, recheck)
+    attach(ocr, recheck)
     run_ocr(ocr, warm_up_image())
     return ocr
 
@@ -120,8 +127,12 @@ def run_ocr(ocr: Any, image: np.ndarray, *, upright: bool = True) -> RawPage:
     characters wins and its ``rotation`` is reported. Upright pages cost one
     pass as before.
 
-    Runs of a repeated symbol at a line's end or start are then counted
-    again from the image (:mod:`~longdoc.engines.symbol_runs`).
+    Inside codes, each ``O``/``0`` is read by its glyph's shape
+    (:mod:`~longdoc.engines.lookalikes`); lines set in a fixed-pitch font
+    get their spaces from the character
+    grid and their pitch (:mod:`~longdoc.engines.pitch`); runs of a
+    repeated symbol at a line's end or start are then counted again from
+    the image (:mod:`~longdoc.engines.symbol_runs`).
 
     Raises ``ValueError`` for an image of the wrong shape or type; whatever
     RapidOCR raises passes through (the caller fails the page).
@@ -135,7 +146,10 @@ def run_ocr(ocr: Any, image: np.ndarray, *, upright: bool = True) -> RawPage:
             candidate = _read(ocr, image, rotation)
             if _better(candidate, best):
                 best = candidate
-    best.texts = recount_runs(_turned(image, best.rotation), best.quads, best.texts)
+    turned = _turned(image, best.rotation)
+    best.texts, best.pitches = _lines_by_glyph(turned, best.quads, best.texts, best.readings)
+    best.texts = recount_runs(turned, best.quads, best.texts)
+    best.readings = []
     best.seconds = time.perf_counter() - t0
     best.lines_read, best.rechecked = (now - before for now, before in zip(_counts(ocr), counts))
     return best
@@ -196,37 +210,93 @@ def _read(ocr: Any, image: np.ndarray, rotation: int) -> RawPage:
     boxes, texts, scores = out.boxes, out.txts, out.scores
     if boxes is None or texts is None or scores is None:
         return RawPage([], [], [], 0.0, rotation)
+    readings = list(getattr(out, "word_results", None) or ())
     return RawPage(
         quads=np.asarray(boxes, dtype=float).tolist(),
         texts=[str(t) for t in texts],
         scores=[float(s) for s in scores],
         seconds=0.0,
         rotation=rotation,
+        readings=readings if len(readings) == len(texts) else [],
     )
 
 
-def time_backends(setups: dict[str, tuple[dict[str, Any], RecheckPlan | None]],
-                  owner_pid: int | None = None) -> dict[str, float]:
-    """Seconds each backend's OCR set-up (``setups``: backend → RapidOCR
-    settings and cascade plan) takes to read :func:`calibration_image`
-    (best of three after a warm-up run); a backend that fails is left out."""
+def _lines_by_glyph(image: np.ndarray, quads: list[list[list[float]]], texts: list[str], readings: list[Any]
+                    ) -> tuple[list[str], list[float | None]]:
+    """Each line's text read again where its glyphs decide — ``O`` or ``0``
+    inside codes (:mod:`~longdoc.engines.lookalikes`; whether the page's
+    fixed-pitch font marks its zeros is learnt from all its fixed-pitch
+    lines), the spaces of a fixed-pitch line (:mod:`~longdoc.engines.pitch`)
+    — and its pitch in pixels (None: proportional)."""
+    from rapidocr.utils.process_img import get_rotate_crop_image
+
+    crops = [get_rotate_crop_image(image, np.asarray(quad, dtype=np.float32)) for quad in quads]
+    grids = [pitch.line_grid(crop, text) for crop, text in zip(crops, texts)]
+    ok = [r if isinstance(r, LineReading) and r.text == t else None
+          for r, t in zip(list(readings) + [None] * (len(texts) - len(readings)), texts)]
+    marks_zero = any(g is not None and r is not None and lookalikes.marks_zeros(c, r)
+                     for c, g, r in zip(crops, grids, ok))
+    out, pitches = list(texts), [None] * len(texts)
+    for i, (crop, grid, reading) in enumerate(zip(crops, grids, ok)):
+        text = texts[i]
+        if reading is not None:
+            text = lookalikes.settle(crop, reading, fixed=grid is not None, marks_zero=marks_zero)
+        if grid is not None:
+            text, pitches[i] = pitch.respaced(text, grid), grid.grid.pitch
+        out[i] = text
+    return out, pitches
+
+
+def time_roles(candidates: dict[str, dict[str, dict[str, Any]]], owner_pid: int | None = None
+               ) -> dict[str, dict[str, float]]:
+    """Seconds each role's model takes on each runtime (``candidates``: role
+    → runtime → RapidOCR settings): the detector (``det``) on
+    :func:`calibration_image`, a recognizer (any other role) on its lines
+    (best of three after a warm-up run). Every run of a recognizer gets
+    crops of widths it has not seen yet, as on real pages, where every
+    line is a new input shape: OpenVINO pays for each new shape (the tiny
+    recognizer ran 2x faster on it than on ONNX Runtime on repeated shapes,
+    1.3x slower on real lines). A runtime that fails is left out of its role."""
     if owner_pid is not None:
         procs.die_with(owner_pid)
-    image = calibration_image()
-    seconds: dict[str, float] = {}
-    for backend, (params, recheck) in setups.items():
-        try:
-            ocr = build_ocr(params, recheck)
-            run_ocr(ocr, image, upright=False)
-            runs = []
-            for _ in range(3):
-                t0 = time.perf_counter()
-                run_ocr(ocr, image, upright=False)
-                runs.append(time.perf_counter() - t0)
-            seconds[backend] = min(runs)
-        except Exception as exc:
-            logging.getLogger(__name__).warning("backend failed", extra={"backend": backend, "error": repr(exc)})
+    from rapidocr import RapidOCR
+    from rapidocr.ch_ppocr_rec.typings import TextRecInput
+
+    image = np.ascontiguousarray(calibration_image()[..., ::-1])
+
+    def crops(run: int) -> list[np.ndarray]:  # a new width for every line of every run
+        return [np.ascontiguousarray(image[top:bottom, : 420 + 140 * i + 23 * run])
+                for i, (top, bottom) in enumerate(CALIBRATION_LINES)]
+
+    seconds: dict[str, dict[str, float]] = {}
+    for role, by_runtime in candidates.items():
+        for runtime, params in by_runtime.items():
+            try:
+                ocr = RapidOCR(params=params)
+                model = ocr._load_det_model() if role == "det" else ocr._load_rec_model()
+
+                def run(k: int) -> None:
+                    if role == "det":
+                        model(image)
+                    else:
+                        for crop in crops(k):
+                            model(TextRecInput(img=[crop]))
+
+                run(0)
+                runs = []
+                for k in range(1, 4):
+                    t0 = time.perf_counter()
+                    run(k)
+                    runs.append(time.perf_counter() - t0)
+                seconds.setdefault(role, {})[runtime] = min(runs)
+            except Exception as exc:
+                logging.getLogger(__name__).warning("runtime failed", extra={"role": role, "runtime": runtime,
+                                                                            "error": repr(exc)})
     return seconds
+
+
+#: (top, bottom) pixel rows of each line of :func:`calibration_image`
+CALIBRATION_LINES = [(30 + i * 52 - 8, 30 + i * 52 + 42) for i in range(8)]
 
 
 def calibration_image() -> np.ndarray:

@@ -1,8 +1,14 @@
 """Pages of code-like tokens, set in real fonts and scanned, with the exact tokens as truth.
 
 What users search a document for: part numbers, invoice numbers, IBANs,
-hexadecimal ids, mixed-case keys, serials full of look-alike characters
-(``O``/``0``, ``l``/``1``/``I``, ``S``/``5``, ``B``/``8``, ``Z``/``2``). Each line
+hexadecimal ids, mixed-case keys and serial numbers, each drawn from the
+alphabet its kind really uses: upper-case letters and digits for part
+numbers, IBANs and serials (so ``O`` beside ``0``, ``I`` beside ``1``,
+``S`` beside ``5``, ``B`` beside ``8``), hexadecimal digits for keys, and
+for mixed-case keys the Base58 alphabet (Bitcoin's, also used for API
+keys), which leaves out ``0 O I l``: those four are the same glyph or
+nearly in many sans-serif faces, and no reader, human or machine, can
+tell ``Il`` apart in Arial at 8 pt. Each line
 holds one token after a short label ("Invoice no. INV-2026-000417"), as
 forms, invoices and parts lists set them; a page is one font at one size.
 
@@ -16,6 +22,7 @@ into what a scanner gives.
 from __future__ import annotations
 
 import random
+import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +46,10 @@ MARGIN = 60.0
 
 _UPPER = string.ascii_uppercase
 _ALNUM = string.ascii_uppercase + string.digits
-_LOOKALIKE = "O0Il1S5B8Z2"
+#: the national part of an IBAN per country (ISO 13616): n digits, a letters, c letters or digits
+IBAN_SHAPES = {"DE": "n18", "GB": "a4n14", "FR": "n10c11n2", "NL": "a4n10", "CH": "n5c12", "AT": "n16",
+               "IT": "a1n10c12", "ES": "n20", "BE": "n12"}
+_BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
 
 @dataclass(frozen=True)
@@ -64,26 +74,27 @@ def _token(rng: random.Random, kind: str) -> str:
         return rng.choice([f"INV-{year}-{_pick(rng, string.digits, 6)}",
                            f"RE{year}/{_pick(rng, string.digits, 4)}-{rng.choice(_UPPER)}"])
     if kind == "iban":
-        country = rng.choice(["DE", "FR", "GB", "NL", "CH", "AT", "IT"])
-        body = f"{country}{_pick(rng, string.digits, 2)}{_pick(rng, _ALNUM, rng.choice([14, 16, 18]))}"
+        country, shape = rng.choice(list(IBAN_SHAPES.items()))
+        bban = "".join(_pick(rng, {"n": string.digits, "a": _UPPER, "c": _ALNUM}[k], int(n))
+                       for k, n in re.findall(r"([nac])(\d+)", shape))
+        body = f"{country}{_pick(rng, string.digits, 2)}{bban}"
         return " ".join(body[i:i + 4] for i in range(0, len(body), 4)) if rng.random() < 0.6 else body
     if kind == "hex":
         return rng.choice([f"0x{_pick(rng, '0123456789ABCDEF', 8)}", _pick(rng, "0123456789abcdef", 12),
                            f"TOK{_pick(rng, '0123456789ABCDEF', 6)}{_pick(rng, 'OPX01', 3)}"])
     if kind == "mixed":
-        alphabet = string.ascii_letters + string.digits
-        token = _pick(rng, alphabet, rng.randint(6, 10))
-        while token.isupper() or token.islower() or token.isdigit():
-            token = _pick(rng, alphabet, len(token))
+        token = _pick(rng, _BASE58, rng.randint(6, 12))
+        while not (any(c.isupper() for c in token) and any(c.islower() for c in token)):
+            token = _pick(rng, _BASE58, len(token))
         return token
-    if kind == "lookalike":
-        return f"{_pick(rng, _UPPER, 2)}{_pick(rng, _LOOKALIKE, rng.randint(5, 8))}"
+    if kind == "serial":
+        return "-".join(_pick(rng, _ALNUM, 4) for _ in range(rng.choice([2, 3])))
     raise ValueError(kind)
 
 
-KINDS = ("part", "invoice", "iban", "hex", "mixed", "lookalike")
+KINDS = ("part", "invoice", "iban", "hex", "mixed", "serial")
 LABELS = {"part": "Part number", "invoice": "Invoice no.", "iban": "IBAN", "hex": "Key", "mixed": "Licence key",
-          "lookalike": "Serial"}
+          "serial": "Serial no."}
 
 
 def available_fonts() -> dict[str, Path]:

@@ -1,5 +1,6 @@
-"""The runtime under RapidOCR: asked for, or chosen by timing both once per
-machine; either reads the same text; workers are recycled between groups."""
+"""The runtimes under RapidOCR's models: asked for, or chosen per model by
+timing both once per machine; either reads the same text; workers are
+recycled between groups."""
 
 from __future__ import annotations
 
@@ -21,16 +22,22 @@ def _text(rec) -> str:
     return "\n".join(line.text for line in rec.lines)
 
 
-def test_an_asked_backend_is_used_as_asked():
-    assert backends.choose("onnxruntime", 1) == ("onnxruntime", "asked")
+def _untimed():
+    raise AssertionError("nothing should be timed here")
+
+
+def test_an_asked_backend_is_used_as_asked_for_every_model():
+    assert backends.choose("onnxruntime", 1, backends.ROLES, _untimed) == (
+        {"det": "onnxruntime", "rec": "onnxruntime", "recheck": "onnxruntime"}, "asked")
 
 
 def test_an_asked_backend_that_is_missing_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(backends, "available", lambda name: name != "openvino")
     with pytest.raises(EngineUnavailable) as err:
-        backends.choose("openvino", 1)
+        backends.choose("openvino", 1, backends.ROLES, _untimed)
     assert err.value.code == "engine_unavailable" and "openvino" in str(err.value)
-    assert backends.choose("auto", 1) == ("onnxruntime", "only one installed")
+    assert backends.choose("auto", 1, ("det", "rec"), _untimed) == (
+        {"det": "onnxruntime", "rec": "onnxruntime"}, "only one installed")
 
 
 def test_openvino_is_kept_only_when_clearly_faster():
@@ -45,15 +52,29 @@ def test_an_unknown_backend_is_refused():
 
 
 @needs_openvino
-def test_auto_times_both_once_then_remembers_the_faster(tmp_path, monkeypatch):
+def test_auto_times_each_model_on_both_once_then_remembers_the_faster(tmp_path, monkeypatch):
     monkeypatch.setenv("LONGDOC_CACHE_DIR", str(tmp_path))
-    chosen, why = backends.choose("auto", 1)
-    assert why == "measured"
+    engine = RapidOcrEngine(workers=1, backend="auto")  # the cascade: detector, tiny, small
+    chosen = engine.runtimes
     (entry,) = json.loads((tmp_path / "backend.json").read_text()).values()
-    assert set(entry["seconds"]) == {"onnxruntime", "openvino"} and all(s > 0 for s in entry["seconds"].values())
-    assert chosen == backends.faster(entry["seconds"])
-    assert backends.choose("auto", 1) == (chosen, "remembered")
+    assert set(entry["seconds"]) == set(backends.ROLES)
+    for role, seconds in entry["seconds"].items():
+        assert set(seconds) == {"onnxruntime", "openvino"} and all(s > 0 for s in seconds.values())
+        assert chosen[role] == backends.faster(seconds)
+    again = RapidOcrEngine(workers=1, backend="auto")
+    assert again.runtimes == chosen and again._runtimes[1] == "remembered"
+    assert RapidOcrEngine(workers=1, backend="auto").version == engine.version
     assert backends.machine_key(2) != backends.machine_key(1)  # another thread count is another machine
+
+
+@needs_openvino
+def test_models_on_different_runtimes_read_a_page(tmp_path):
+    sample = english_page()
+    with RapidOcrEngine(workers=1, backend="onnxruntime") as engine:
+        engine._runtimes = ({"det": "openvino", "rec": "onnxruntime", "recheck": "openvino"}, "asked")
+        assert engine.version.endswith("/PP-OCRv6-tiny+small/openvino+onnxruntime+openvino")
+        (rec,) = engine.recognize([sample.image])
+    assert rec.error is None and cer(_text(rec), sample.text) <= 0.01
 
 
 @needs_openvino

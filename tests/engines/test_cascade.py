@@ -9,6 +9,7 @@ import pytest
 
 from longdoc.engines import model_files
 from longdoc.engines.cascade import needs_recheck
+from longdoc.engines.ctc import LineReading
 from longdoc.engines.rapidocr import RapidOcrEngine
 from tests.engines.pages import CJK_FONT, cer, english_page, render_page
 
@@ -55,13 +56,32 @@ def test_every_line_is_read_again_below_a_bar_of_one_and_none_above_a_bar_of_zer
     assert _read(sample, recheck_below=0.0)[0] == tiny  # no line under a bar of 0 (and no long number here)
 
 
+def _reading(text: str, prob: float = 0.99, margin: float = 0.9, doubt: int | None = None) -> LineReading:
+    """A fast recognizer's reading of ``text``: every character at ``prob``
+    and ``margin`` over its second choice, except character ``doubt``, whose
+    margin is 0.05."""
+    margins = tuple(0.05 if i == doubt else margin for i in range(len(text)))
+    return LineReading(text, (prob,) * len(text), margins, ("",) * len(text), tuple(range(len(text))), len(text))
+
+
 def test_sure_lines_are_kept_and_unsure_lines_or_long_numbers_are_read_again():
-    assert not needs_recheck("The harbour master kept a ledger", 0.99, 0.96)
-    assert needs_recheck("The harbour master kept a ledger", 0.90, 0.96)
-    assert needs_recheck("Population 1220 345", 0.99, 0.96)  # digit groups tiny may have glued
-    assert needs_recheck("In 1887 the ledger", 0.99, 0.96)  # a year or glued groups: the small model decides
-    assert not needs_recheck("In 188 the ledger", 0.99, 0.96)
-    assert needs_recheck("", 0.0, 0.96)  # a line tiny could not read at all
+    assert not needs_recheck(_reading("The harbour master kept a ledger"), 0.96)
+    assert needs_recheck(_reading("The harbour master kept a ledger", prob=0.90), 0.96)
+    assert needs_recheck(_reading("Population 1220 345"), 0.96)  # digit groups tiny may have glued
+    assert needs_recheck(_reading("In 1887 the ledger"), 0.96)  # a year or glued groups: the small model decides
+    assert not needs_recheck(_reading("In 188 the ledger"), 0.96)
+    assert needs_recheck(_reading(""), 0.96)  # a line tiny could not read at all
+
+
+def test_codes_doubts_and_code_are_read_again():
+    assert needs_recheck(_reading("The harbour master kept a ledger", doubt=5))  # tiny hesitated on one letter
+    assert not needs_recheck(_reading("The harbour master kept a ledger", doubt=3))  # ... not on a space
+    assert needs_recheck(_reading("Part number PN-4471-AX3 in stock"))  # letters and digits in one token
+    assert needs_recheck(_reading("x0 and y0 are the origin"))
+    assert needs_recheck(_reading("Licence key QZX2wQ"))  # a case change inside a word
+    assert needs_recheck(_reading("Key TOKxBCD"))
+    assert needs_recheck(_reading("if (a[i] == b) { c = d; }"))  # code punctuation
+    assert not needs_recheck(_reading("A plain sentence, with (some) punctuation."))
 
 
 def test_without_the_tiny_model_the_engine_reads_with_small_and_warns(monkeypatch, caplog):

@@ -22,7 +22,7 @@ def read():
     sample = render_page(LINES, top_pt=30.0, height_pt=140.0)
     with RapidOcrEngine(workers=1, backend="onnxruntime", int8=False) as engine:
         (rec,) = engine.recognize([sample.image])
-    ocr = rapidocr_worker.build_ocr(*engine._setup("onnxruntime"))
+    ocr = rapidocr_worker.build_ocr(*engine._setup())
     raw = rapidocr_worker._read(ocr, sample.image.image, 0)  # the recognizer's own reading, not recounted
     return [line.text for line in rec.lines], raw.texts
 

@@ -1,0 +1,150 @@
+"""Lines set in a fixed-pitch (monospace) font, found in the image, and their
+spaces set by the character grid.
+
+Code listings are set in monospace type: every character, space included,
+takes one cell of the same width. The recognizers drop spaces inside such
+lines (``x,y:The``, ``fz_lineto(ctx,x,y)``) because they judge spaces by
+the look of proportional type. Here, per line crop:
+
+- the glyphs are the crop's ink blobs (one per character, or a few: ``i``,
+  ``:``, ``%``; blobs in one cell are one glyph);
+- the line is fixed-pitch when their centres fall on a grid: for some pitch
+  ``P`` the Rayleigh statistic ``|mean(exp(2πi·x/P))|`` of the centres
+  reaches :data:`MIN_GRID` (1.0 is a perfect grid; proportional text
+  stays around 0.3). The largest such ``P`` within
+  :data:`PITCH_RANGE` line heights is the pitch (``P/2`` fits a grid too).
+  Measured on 685 lines of 12+ characters of real scanned manuals
+  (text-layer fonts as truth): at 0.7, 130 of 186 monospace lines are
+  found and 7 of 499 proportional ones taken for monospace (short lines,
+  rows of digits, which are tabular in most fonts: hence
+  :data:`MIN_GLYPHS` and the letter rule);
+- when every glyph sits on the grid (within :data:`MAX_OFF_GRID` of a
+  cell's centre: no proportional line number or leader in the line) and
+  the recognized text has as many characters (spaces aside) as the grid
+  has occupied cells, the text is written again with as many spaces
+  between two characters as there are empty cells between them. Otherwise
+  the recognizer's own spacing stays.
+
+:func:`line_grid` finds a line's grid (None for proportional lines),
+:func:`respaced` sets its spaces; the worker turns the pitch into
+the line's :attr:`~longdoc.model.Line.pitch` in points, and layout makes
+code blocks of runs of such lines (:mod:`~longdoc.layout.code`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Rayleigh statistic of the glyph centres at which a line is on a grid
+MIN_GRID = 0.7
+#: pitch searched, in crop heights (a monospace cell is ~0.6 em; the crop is ~1.3 em tall)
+PITCH_RANGE = (0.25, 1.0)
+#: fewer glyphs than this cannot tell a grid from chance
+MIN_GLYPHS = 15
+#: a blob centre further than this share of the pitch from its cell's centre is off the
+#: grid: the line mixes in proportional type (a line number, leaders), and is not respaced
+MAX_OFF_GRID = 0.22
+#: blobs smaller than this share of the crop height in both directions are specks (a full
+#: stop at 10 pt is ~0.08 of its crop)
+SPECK = 0.06
+
+
+@dataclass(frozen=True)
+class Grid:
+    pitch: float  # pixels
+    phase: float  # pixels: cell k is centred at phase + k·pitch
+
+
+def glyph_boxes(crop: np.ndarray) -> list[tuple[float, float]]:
+    """(left, right) of the crop's ink blobs, left to right (specks left out)."""
+    import cv2
+
+    grey = crop if crop.ndim == 2 else cv2.cvtColor(np.ascontiguousarray(crop), cv2.COLOR_RGB2GRAY)
+    _, ink = cv2.threshold(grey, 0, 255, cv2.THRESH_BINARY_INV + cv2.THRESH_OTSU)
+    count, _, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
+    h = grey.shape[0]
+    boxes = [(float(s[0]), float(s[0] + s[2])) for s in stats[1:count]
+             if s[3] >= SPECK * h or s[2] >= SPECK * h]
+    return sorted(boxes)
+
+
+def find_grid(boxes: list[tuple[float, float]], height: float) -> Grid | None:
+    """The character grid the blobs' centres sit on, or None."""
+    if len(boxes) < MIN_GLYPHS or height <= 0:
+        return None
+    xs = np.array([(a + b) / 2 for a, b in boxes])
+    pitches = np.arange(PITCH_RANGE[0] * height, PITCH_RANGE[1] * height, 0.25)
+    if not len(pitches):
+        return None
+    vectors = np.exp(2j * np.pi * xs[None, :] / pitches[:, None]).mean(axis=1)
+    strength = np.abs(vectors)
+    best = float(strength.max())
+    if best < MIN_GRID:
+        return None
+    k = int(np.nonzero(strength >= 0.85 * best)[0].max())  # the largest pitch that fits (P/2 fits too)
+    if strength[k] < MIN_GRID:
+        return None
+    pitch = float(pitches[k])
+    phase = float(np.angle(vectors[k]) / (2 * np.pi) * pitch) % pitch
+    return Grid(pitch, phase)
+
+
+def cells(boxes: list[tuple[float, float]], grid: Grid) -> list[int]:
+    """The grid cells the blobs cover, in order (a blob as wide as two
+    cells — touching glyphs — covers both)."""
+    taken: set[int] = set()
+    for a, b in boxes:
+        first = round((a + grid.pitch * 0.3 - grid.phase) / grid.pitch)
+        last = round((b - grid.pitch * 0.3 - grid.phase) / grid.pitch)
+        taken.update(range(first, max(first, last) + 1))
+    return sorted(taken)
+
+
+def on_grid(boxes: list[tuple[float, float]], grid: Grid) -> bool:
+    """Whether every blob centre lies within :data:`MAX_OFF_GRID` of a cell centre."""
+    for a, b in boxes:
+        offset = ((a + b) / 2 - grid.phase) / grid.pitch
+        if abs(offset - round(offset)) > MAX_OFF_GRID:
+            return False
+    return True
+
+
+def respace(text: str, occupied: list[int]) -> str | None:
+    """``text`` with the spaces between its characters set by the cells its
+    characters occupy, or None when the counts disagree."""
+    chars = [ch for ch in text if not ch.isspace()]
+    if not chars or len(chars) != len(occupied):
+        return None
+    out = chars[0]
+    for ch, before, after in zip(chars[1:], occupied, occupied[1:]):
+        out += " " * (after - before - 1) + ch
+    return out
+
+
+@dataclass(frozen=True)
+class LineGrid:
+    """A fixed-pitch line's glyph blobs and grid."""
+
+    boxes: list[tuple[float, float]]
+    grid: Grid
+
+
+def line_grid(crop: np.ndarray, text: str) -> LineGrid | None:
+    """The character grid of a line crop the recognizer read as ``text``,
+    when it is set in a fixed-pitch font with letters in it; else None."""
+    if sum(ch.isalpha() for ch in text) < 3:
+        return None
+    boxes = glyph_boxes(crop)
+    grid = find_grid(boxes, float(crop.shape[0]))
+    return None if grid is None else LineGrid(boxes, grid)
+
+
+def respaced(text: str, found: LineGrid) -> str:
+    """``text`` with its spaces set by the grid when every glyph sits on it
+    and the counts agree (see the module docstring); else ``text``."""
+    if not on_grid(found.boxes, found.grid):
+        return text
+    spaced = respace(text, cells(found.boxes, found.grid))
+    return text if spaced is None else spaced
