@@ -27,7 +27,9 @@ noticeably taller than the body text → level by size), TITLE (on page 1
 only: the tallest of the headings that come before any other text, in the
 top third of the page, at least 1.5 × body size),
 PARAGRAPH otherwise. :func:`join_across_columns` then merges a paragraph
-continued from the bottom of one column to the top of the next.
+continued from the bottom of one column to the top of the next. Code
+listings are found before (:mod:`~longdoc.layout.code`) and pass through
+:func:`classify` as they are.
 """
 
 from __future__ import annotations
@@ -195,12 +197,13 @@ class Draft:
     cells: list[TableCell] | None = None  # a table's
 
 
-def classify(runs: list[list[LineBox]], m: Metrics) -> list[Draft]:
+def classify(runs: Sequence[list[LineBox] | Draft], m: Metrics) -> list[Draft]:
     """Name each run (see the module docstring); consecutive list items in
-    one column become one LIST block."""
+    one column become one LIST block. A run already named (a CODE listing,
+    :mod:`~longdoc.layout.code`) is kept as it is, in its place."""
     drafts: list[Draft] = []
     for run in runs:
-        d = _classify_run(run, m)
+        d = run if isinstance(run, Draft) else _classify_run(run, m)
         prev = drafts[-1] if drafts else None
         if d.kind is BlockKind.LIST and prev is not None and prev.kind is BlockKind.LIST and _same_list(prev, d, m):
             prev.lines.extend(d.lines)
