@@ -356,9 +356,11 @@ def grid_text(text: Sequence[str], boxes: Sequence[Box], slots: Sequence[int], p
     """The segment's characters with the spaces between glyphs set by the
     character grid: a glyph ``k`` pitches right of the first one stands in
     column ``k``, so runs of spaces pdfium reported as one come back whole.
-    A character without a box follows the glyph before it and takes a column;
-    where the grid leaves no room (a wider fallback glyph before), a space
-    pdfium reported is kept as one space."""
+    A character without a box follows the glyph before it and takes a column.
+    A space pdfium reported where the grid has no room for one is dropped
+    (pdfium makes one up where letter-spaced glyphs stand a little apart),
+    unless the glyphs stand half a pitch apart or more (a wider fallback
+    glyph before pushed the grid on): then it is one space."""
     out: list[str] = []
     start, base, previous = boxes[0][0], 0, -1
     for n, (box, slot) in enumerate(zip(boxes, slots)):
@@ -369,7 +371,7 @@ def grid_text(text: Sequence[str], boxes: Sequence[Box], slots: Sequence[int], p
             base = len(out)
         else:
             spaces = base + round((box[0] - start) / pitch) - len(out)
-            if spaces <= 0 and len(unplaced) < len(between):
+            if spaces <= 0 and len(unplaced) < len(between) and box[0] - boxes[n - 1][2] >= 0.5 * pitch:
                 spaces = 1
             out.extend(" " * max(0, spaces))
         out.append(text[slot])

@@ -48,8 +48,9 @@ from longdoc.layout.blocks import Draft, Metrics
 from longdoc.layout.geometry import LineBox, h_overlap, same_row
 from longdoc.model import BlockKind
 
-#: pitches of one listing differ by at most this ratio
-PITCH_RATIO = 1.15
+#: pitches of one listing differ by at most this ratio (a lone glyph's pitch
+#: is its own advance, which a letter-spaced listing's columns exceed)
+PITCH_RATIO = 1.25
 #: blank lines a listing may hold between two of its lines
 BLANK_LINES = 2
 #: a listing's next row starts at most this many pitches left of its
