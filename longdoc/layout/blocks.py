@@ -79,6 +79,12 @@ class Metrics:
     page_height: float
     page: int
 
+    @property
+    def paragraph_step(self) -> float:
+        """The longest step down (centre to centre) between two body lines
+        of one paragraph; a longer one is a paragraph gap."""
+        return max(PARA_PITCH_FACTOR * self.pitch, self.pitch + 0.5 * self.line_height)
+
     def tall(self, l: LineBox) -> bool:
         """Heading-tall. A line as wide as the body's lines (not wider) must be clearly
         taller (:data:`WIDE_TALL_FACTOR`): an OCR box drawn a little loose
@@ -160,7 +166,7 @@ def _follows(block: list[LineBox], prev: LineBox, l: LineBox, m: Metrics) -> boo
     if m.tall(prev) != m.tall(l):
         return False
     scale = max(prev.size, l.size) / m.size if m.tall(l) else 1.0
-    return l.cy - prev.cy <= scale * max(PARA_PITCH_FACTOR * m.pitch, m.pitch + 0.5 * m.line_height)
+    return l.cy - prev.cy <= scale * m.paragraph_step
 
 
 def _opens_block(block: list[LineBox], row: list[LineBox], prev: LineBox, l: LineBox, m: Metrics) -> bool:

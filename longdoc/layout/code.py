@@ -178,8 +178,7 @@ def _stands_apart(row: LineBox, ordered: Sequence[LineBox], m: Metrics) -> bool:
 def _close_neighbour(row: LineBox, ordered: Sequence[LineBox], m: Metrics, direction: int) -> LineBox | None:
     """The nearest line above (``direction`` -1) or below (+1) ``row`` that
     overlaps it horizontally, when it is no further than a paragraph gap."""
-    reach = max(1.45 * m.pitch, m.pitch + 0.5 * m.line_height)
-    near = [l for l in ordered if 0 < direction * (l.cy - row.cy) <= reach and h_overlap(l, row) > 0
+    near = [l for l in ordered if 0 < direction * (l.cy - row.cy) <= m.paragraph_step and h_overlap(l, row) > 0
             and not same_row(l, row)]
     return min(near, key=lambda l: abs(l.cy - row.cy), default=None)
 
