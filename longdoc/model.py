@@ -148,11 +148,12 @@ class Region(BaseModel):
 
 
 class Block(BaseModel):
-    """A unit of layout: a paragraph, heading, list, side note, header…
+    """A unit of layout: a paragraph, heading, list, code listing, side note, header…
 
     ``order`` is the reading-order index within the page (0-based, over all
     blocks of the page including furniture). ``text`` is the block's text as
-    exports print it (lines joined, hyphenation at line ends removed).
+    exports print it (lines joined, hyphenation at line ends removed; a
+    CODE block: its lines one per line, indentation as spaces).
     ``source_pages`` lists every page the block's lines come from; a block
     continued over a page break lives on its first page.
     """

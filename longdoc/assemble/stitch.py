@@ -1,5 +1,5 @@
-"""Cross-page stitching: a paragraph or list continued over a page break
-becomes one block on the page where it starts.
+"""Cross-page stitching: a paragraph, list or code listing continued over a
+page break becomes one block on the page where it starts.
 
 ::
 
@@ -10,18 +10,25 @@ becomes one block on the page where it starts.
 *Tail* = the last block of page N that is not furniture, a side note, a
 footnote, a figure, a caption or a table; *head* = the first such block of
 page N+1. They are merged when both are PARAGRAPH or LIST and
-:func:`continues` says the text runs on. The merged block keeps the tail's
-id, kind and box (its box on page N); its lines are the tail's then the
-head's (each Line keeps its own ``page``); its text is
-``join_pair(tail, head)``, or ``tail + "\\n" + head`` when the head starts
-new items of the tail's list (a LIST has one line per item). Side notes on
-page N+1 anchored to the head are re-anchored to the merged block.
+:func:`continues` says the text runs on, or when both are CODE. The
+merged block keeps the tail's id, kind and box (its box on page N); its
+lines are the tail's then the head's (each Line keeps its own ``page``); its
+text is ``join_pair(tail, head)``, or ``tail + "\\n" + head`` when the head
+starts new items of the tail's list (a LIST has one line per item) or both
+are CODE. Side notes on page N+1 anchored to the head are re-anchored to
+the merged block.
 
 Chains: when page N+1 holds nothing else of the main text, the merged block
 stays open and page N+2's head may join it too. Only the page owning the
 open block and the pages it has swallowed are held (the latter reduced to
 furniture and the like), and a chain is closed after
 ``max_chain_pages`` pages, so memory does not grow with page count.
+
+Code: a CODE block that ends page N (the tail) and a CODE block that
+starts page N+1 (the head) are one listing continued: the head's lines
+follow the tail's (``tail + "\\n" + head``, each part's indentation as
+laid out on its page). A code block never joins a paragraph or a list,
+either way.
 
 Tables: a TABLE with cells that ends page N (only furniture, side notes
 and footnotes after it) and a TABLE with cells that starts page N+1 (only
@@ -31,7 +38,7 @@ appended to the tail's, without the head's first row when it repeats the
 tail's header row, and the text is rebuilt from the cells.
 
 Never joined: across a FAILED page, across a gap in page numbers (a page
-range that skips pages), or into a heading, table or any other kind.
+range that skips pages), or into a heading, table, code or any other kind.
 Pages come out in input order, each exactly once; input pages are not
 modified (changed pages are copies).
 """
@@ -88,11 +95,14 @@ def stitch(pages: Iterable[Page], *, max_chain_pages: int = DEFAULT_MAX_CHAIN_PA
 def continues(tail: Block, head: Block) -> bool:
     """Whether ``head`` (top of the next page) continues ``tail``.
 
-    True when the tail is a LIST and the head starts new items of it, or
-    when the head's text runs on from the tail's
-    (:func:`~longdoc.layout.text.runs_on`: a broken word "exam-", or no
-    sentence end and a lowercase start, or CJK on both sides).
+    True when both are CODE (a listing over a page break), when the tail is
+    a LIST and the head starts new items of it, or when the head's text runs
+    on from the tail's (:func:`~longdoc.layout.text.runs_on`: a broken word
+    "exam-", or no sentence end and a lowercase start, or CJK on both
+    sides). A CODE block continues only a CODE block.
     """
+    if tail.kind is BlockKind.CODE or head.kind is BlockKind.CODE:
+        return tail.kind is head.kind
     if tail.kind not in FLOWING or head.kind not in FLOWING:
         return False
     if has_list_marker(head.text):
@@ -159,6 +169,9 @@ def _merge(owner: Page, page: Page, tail: Block, head: Block) -> tuple[Page, Pag
     if tail.kind is BlockKind.TABLE:
         cells = _joined_cells(tail.cells or [], head.cells or [])
         update: dict[str, object] = {"cells": cells, "text": table_text(cells)}
+    elif tail.kind is BlockKind.CODE:
+        head_code = head.text.strip("\n")
+        update = {"text": f"{tail.text.rstrip()}\n{head_code}"}
     else:
         new_items = tail.kind is BlockKind.LIST and has_list_marker(head.text)
         update = {"text": f"{tail.text.rstrip()}\n{head.text.lstrip()}" if new_items else join_pair(tail.text, head.text)}

@@ -12,8 +12,10 @@ Chunks follow the document's structure within a token budget
 - a block over the budget on its own is split: a paragraph or a list
   between sentences (a single sentence longer than the whole budget, and
   only then, between words), a table between rows, each part keeping the
-  table's header row so it reads as a table. Such a block's id is in each
-  chunk that holds a part of it, and only there is a block in more than one.
+  table's header row so it reads as a table, a code block between its lines
+  (a line longer than the whole budget, and only then, between words), each
+  part fenced as code. Such a block's id is in each chunk that holds a part
+  of it, and only there is a block in more than one.
 
 Each line: ``{"id", "index", "text" (Markdown), "pages": [first, last],
 "headings": [path], "block_ids", "kinds", "tokens"}``. ``id`` hashes the
@@ -39,7 +41,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from longdoc.export.markdown import block_markdown, table_markdown
+from longdoc.export.markdown import block_markdown, code_markdown, table_markdown
 from longdoc.model import Block, BlockKind, Page, TableCell
 
 _TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]|[^\W_]+|[^\s]",
@@ -131,8 +133,12 @@ class ChunkWriter:
         if tokens <= self.budget:
             yield _Part(block, text, tokens)
             return
-        pieces = _table_parts(block.cells, self.budget) if block.kind is BlockKind.TABLE and block.cells \
-            else _text_parts(text, self.budget)
+        if block.kind is BlockKind.TABLE and block.cells:
+            pieces = _table_parts(block.cells, self.budget)
+        elif block.kind is BlockKind.CODE:
+            pieces = _code_parts(block.text, self.budget)
+        else:
+            pieces = _text_parts(text, self.budget)
         for i, piece in enumerate(pieces):
             yield _Part(block, piece, count_tokens(piece), part=i)
 
@@ -169,6 +175,17 @@ def _text_parts(text: str, budget: int) -> list[str]:
     for line in lines:
         pieces.extend(_sentence_parts(line, budget) if count_tokens(line) > budget else [line])
     return _pack(pieces, budget, "\n")
+
+
+def _code_parts(code: str, budget: int) -> list[str]:
+    """A code block cut between lines into fenced blocks within ``budget``
+    (the fences counted in); blank lines inside are kept, a line over the
+    budget alone is cut between words."""
+    room = max(1, budget - 2 * count_tokens(code_markdown(code).split("\n", 1)[0]))
+    pieces: list[str] = []
+    for line in code.strip("\n").split("\n"):
+        pieces.extend(_word_parts(line, room) if count_tokens(line) > room else [line])
+    return [code_markdown(part) for part in _pack(pieces, room, "\n") if part.strip()]
 
 
 def _sentence_parts(text: str, budget: int) -> list[str]:

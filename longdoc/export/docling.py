@@ -11,6 +11,7 @@ Mapping (block kind → docling label, content layer):
     table → tables[] with its cells (first row as column header)
     figure → pictures[]        caption → caption     footnote → footnote
     formula → formula          header → page_header, footer and page number → page_footer (furniture)
+    code → code (a CodeItem: its lines and indentation kept, language unknown)
 
 Every item has one provenance per page it lies on, with its box in points
 and a BOTTOMLEFT origin, as docling expects. Items appear in ``body`` in
@@ -39,7 +40,7 @@ _TEXT_LABELS = {
     BlockKind.TITLE: "title", BlockKind.HEADING: "section_header", BlockKind.PARAGRAPH: "text",
     BlockKind.SIDENOTE: "text", BlockKind.CAPTION: "caption", BlockKind.FOOTNOTE: "footnote",
     BlockKind.FORMULA: "formula", BlockKind.HEADER: "page_header", BlockKind.FOOTER: "page_footer",
-    BlockKind.PAGE_NUMBER: "page_footer",
+    BlockKind.PAGE_NUMBER: "page_footer", BlockKind.CODE: "code",
 }
 _FURNITURE = {BlockKind.HEADER, BlockKind.FOOTER, BlockKind.PAGE_NUMBER}
 
@@ -110,7 +111,7 @@ class DoclingWriter:
     # -- items ----------------------------------------------------------------------
 
     def _item(self, block: Block, number: int) -> None:
-        text = " ".join(block.text.split()) if block.kind is not BlockKind.LIST else block.text.strip()
+        text = _item_text(block)
         prov = self._provenance(block, number, text)
         layer = "furniture" if block.kind in _FURNITURE else "body"
         if block.kind is BlockKind.TABLE and block.cells:
@@ -135,6 +136,8 @@ class DoclingWriter:
         else:
             label = _TEXT_LABELS.get(block.kind, "text")
             extra = {"level": max(1, min(100, block.level or 1))} if block.kind is BlockKind.HEADING else {}
+            if block.kind is BlockKind.CODE:
+                extra = {"captions": [], "references": [], "footnotes": [], "code_language": "unknown"}
             if block.kind is BlockKind.TABLE:   # a table without cells: its text
                 label = "text"
             if not text:
@@ -182,6 +185,16 @@ class DoclingWriter:
     def _remove_parts(self) -> None:
         for section in _SECTIONS:
             self._part(section).unlink(missing_ok=True)
+
+
+def _item_text(block: Block) -> str:
+    """An item's text: a list's lines, a code block's lines with their
+    indentation, any other block's words on one line."""
+    if block.kind is BlockKind.LIST:
+        return block.text.strip()
+    if block.kind is BlockKind.CODE:
+        return block.text.strip("\n").rstrip()
+    return " ".join(block.text.split())
 
 
 def _base(ref: str, label: str, layer: str, prov: list[dict[str, Any]], parent: str = "#/body") -> dict[str, Any]:

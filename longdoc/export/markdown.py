@@ -5,6 +5,8 @@
   written, so an ordered list keeps its numbers);
 - side note → a blockquote right after the paragraph it sits beside;
 - caption → italics; figure → an HTML comment; everything else → text.
+- code → a fenced block (```` ``` ````, longer than any run of backticks in
+  the code), its lines and indentation as they are.
 - table with cells → a pipe table (its first row as the header row), or an
   HTML ``<table>`` when a cell spans rows or columns (Markdown cannot say
   so); a table without cells → its text.
@@ -28,7 +30,19 @@ def list_items(block: Block) -> list[str]:
     return [f"- {_BULLET.sub('', item).strip()}" if _BULLET.match(item) else f"- {item.strip()}" for item in items]
 
 
+def code_markdown(code: str) -> str:
+    """``code`` as a fenced block: a fence of backticks longer than any run
+    of backticks inside (three at least); blank lines at either end dropped,
+    indentation kept."""
+    code = code.strip("\n").rstrip()
+    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{code}\n{fence}"
+
+
 def block_markdown(block: Block) -> str:
+    if block.kind is BlockKind.CODE:
+        return code_markdown(block.text) if block.text.strip() else ""
     text = block.text.strip()
     if not text and block.kind is not BlockKind.FIGURE:
         return ""

@@ -1,7 +1,8 @@
 """Plain-text view: main text in reading order, furniture left out.
 
 Blocks are separated by a blank line; pages by a form feed (``\\f``) on its
-own line, as pdftotext does. A failed page contributes nothing but its form
+own line, as pdftotext does. A code block's lines come as they are, their
+indentation kept. A failed page contributes nothing but its form
 feed; the JSON export says why it failed.
 """
 
@@ -13,8 +14,13 @@ PAGE_SEPARATOR = "\n\f\n"
 
 
 def block_text(kind: BlockKind, text: str) -> str:
+    """A block's text as plain text: a figure's is left out; a code block's
+    keeps the indentation of its first line (only blank lines at either end
+    and trailing spaces go)."""
     if kind is BlockKind.FIGURE:
         return ""
+    if kind is BlockKind.CODE:
+        return text.strip("\n").rstrip() if text.strip() else ""
     return text.strip()
 
 

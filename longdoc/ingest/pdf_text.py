@@ -16,6 +16,15 @@ what :meth:`PdfSource.render` draws: relative to the page's crop box, turned
 by its ``/Rotate``, with the origin at the top-left. Text drawn rotated
 within the page (a vertical side banner) keeps a box around its glyphs.
 
+Fixed pitch: each glyph records whether its font is fixed-pitch (pdfium's
+FixedPitch flag, or a monospace font known by name: TeX's Type 1 fonts such
+as ``CMTT10`` leave the flag unset; see :func:`is_fixed_pitch_font`). A
+segment whose glyphs are (nearly) all fixed-pitch and sit on one character
+grid gets :attr:`~longdoc.model.Line.pitch` (points per character, the
+median advance between neighbouring glyphs), and its inner spaces are set by
+that grid (pdfium gives one space for a run of them): a code line keeps its
+alignment. Segmentation is the same for every font.
+
 Characters: a glyph pdfium reports as having no valid Unicode mapping
 becomes U+FFFD (pdfium would otherwise give its raw code, often a control
 character or a wrong letter); a hyphen pdfium found at a line break (which it
@@ -26,8 +35,11 @@ glyphs are kept as-is so that
 
 from __future__ import annotations
 
+import ctypes
+import re
+import statistics
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import pypdfium2 as pdfium
@@ -49,16 +61,84 @@ UNMAPPED = "\ufffd"
 
 _NEWLINES = frozenset("\r\n")
 
+#: pdfium's font flag for a fixed-pitch font (PDF 32000 table 123, bit 1)
+FIXED_PITCH_FLAG = 1
+#: a segment carries a pitch when at least this share of its glyphs are
+#: fixed-pitch (a stray glyph from a fallback font is allowed) and at least
+#: this share of its neighbouring glyphs sit a whole number of pitches apart
+FIXED_SHARE = 0.9
+#: two glyphs whose widths differ by at most this share have the same advance
+SAME_ADVANCE = 0.01
+#: how far from a whole number of pitches a glyph may sit and still be on the grid
+GRID_TOLERANCE = 0.2
+#: monospace fonts known by name (a subset prefix ``ABCDEF+`` is stripped
+#: first), for fonts that leave the FixedPitch flag unset: TeX's typewriter
+#: fonts (Computer Modern, cm-super, Latin Modern, txfonts, PSNFSS Courier,
+#: Bera Mono) and the usual programming fonts
+_FIXED_NAME = re.compile(
+    r"""mono(?!type|prop)                       # DejaVuSansMono, LiberationMono, NimbusMonoPS, LMMono10
+      | nimbusmon | courier | consol | inconsolata | menlo | monaco | sourcecodepro | firacode | cascadia
+      | lucida(?:sans)?typewriter | texgyrecursor
+      | ^(?:cm(?:sl|i)?tt | cmtcsc | sf(?:tt|it|st) | ec(?:tt|it|st) | lmtt | txtt | t1xtt | pcr[rb]) \d*
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+#: fonts that set the FixedPitch flag but are not typewriter type: the
+#: invisible one-glyph fonts of OCR text layers (their glyphs are stretched
+#: word by word)
+_NOT_FIXED_NAME = re.compile(r"glyphless", re.IGNORECASE)
+_SUBSET = re.compile(r"^[A-Z]{6}\+")
+
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1; top-left origin
 
 
 @dataclass(frozen=True)
 class Glyph:
     """One character of the text stream. ``box`` is None for whitespace and
-    characters without a usable box; ``text`` may be ``\\r``/``\\n``."""
+    characters without a usable box; ``text`` may be ``\\r``/``\\n``;
+    ``fixed``: set in a fixed-pitch font (known for placed glyphs only)."""
 
     text: str
     box: Box | None
+    fixed: bool = False
+
+
+def is_fixed_pitch_font(name: str, flags: int) -> bool:
+    """Whether a font is fixed-pitch (monospace), from its base font name as
+    the PDF gives it (``"WQWONW+DejaVuSansMono"``, ``"CMTT10"``) and its
+    font descriptor flags: the FixedPitch flag, or a known monospace name
+    (:data:`_FIXED_NAME`). The invisible glyph-less fonts of OCR text layers
+    are never fixed-pitch, whatever their flags say."""
+    base = _SUBSET.sub("", name)
+    if _NOT_FIXED_NAME.search(base):
+        return False
+    return bool(flags & FIXED_PITCH_FLAG) or bool(_FIXED_NAME.search(base))
+
+
+class _Fonts:
+    """Asks pdfium for each character's font (name and flags) and answers
+    :func:`is_fixed_pitch_font` for it, once per font."""
+
+    NAME_BYTES = 256
+
+    def __init__(self, raw_textpage: object) -> None:
+        self._textpage = raw_textpage
+        self._name = ctypes.create_string_buffer(self.NAME_BYTES)
+        self._flags = ctypes.c_int(0)
+        self._flags_ref = ctypes.byref(self._flags)
+        self._known: dict[tuple[int, bytes], bool] = {}
+
+    def fixed(self, index: int) -> bool:
+        """Whether character ``index`` is set in a fixed-pitch font (False
+        when pdfium knows no font for it)."""
+        length = pdfium_c.FPDFText_GetFontInfo(self._textpage, index, self._name, self.NAME_BYTES, self._flags_ref)
+        if length == 0:
+            return False
+        key = (self._flags.value, self._name.value if length <= self.NAME_BYTES else b"")
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = is_fixed_pitch_font(key[1].decode("latin-1"), key[0])
+        return known
 
 
 def read_glyphs(textpage: pdfium.PdfTextPage, page_box: Box, rotation: int) -> list[Glyph]:
@@ -68,29 +148,56 @@ def read_glyphs(textpage: pdfium.PdfTextPage, page_box: Box, rotation: int) -> l
     user space (pdfium's page bounding box); ``rotation``: the page's
     /Rotate in degrees (0, 90, 180, 270). A character pdfium flags as having
     no valid Unicode mapping becomes U+FFFD; a hyphen pdfium found at a line
-    break (reported as U+0002) becomes ``-``.
+    break (reported as U+0002) becomes ``-``. A placed glyph's ``fixed`` says
+    whether its font is fixed-pitch (:func:`is_fixed_pitch_font`).
     """
+    raw = textpage.raw  # the raw handle: the wrapper costs a conversion on every call
     glyphs: list[Glyph] = []
+    placed: list[tuple[int, int]] = []  # (position in glyphs, pdfium index) of glyphs with a box
     count = textpage.count_chars()
     index = 0
     while index < count:
-        code = pdfium_c.FPDFText_GetUnicode(textpage, index)
+        code = pdfium_c.FPDFText_GetUnicode(raw, index)
         step = 1
         if 0xD800 <= code <= 0xDBFF and index + 1 < count:  # UTF-16 pair?
-            low = pdfium_c.FPDFText_GetUnicode(textpage, index + 1)
+            low = pdfium_c.FPDFText_GetUnicode(raw, index + 1)
             if 0xDC00 <= low <= 0xDFFF:
                 code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
                 step = 2
-        if pdfium_c.FPDFText_IsHyphen(textpage, index) == 1:
+        if pdfium_c.FPDFText_IsHyphen(raw, index) == 1:
             text = "-"
-        elif pdfium_c.FPDFText_HasUnicodeMapError(textpage, index) == 1:
+        elif pdfium_c.FPDFText_HasUnicodeMapError(raw, index) == 1:
             text = UNMAPPED
         else:
             text = _char_text(code)
         box = None if text.isspace() else _char_box(textpage, index, page_box, rotation)
+        if box is not None:
+            placed.append((len(glyphs), index))
         glyphs.append(Glyph(text, box))
         index += step
+    _mark_fixed(glyphs, placed, _Fonts(raw))
     return glyphs
+
+
+def _mark_fixed(glyphs: list[Glyph], placed: list[tuple[int, int]], fonts: _Fonts) -> None:
+    """Set ``fixed`` on the placed glyphs whose font is fixed-pitch.
+
+    Only glyphs as wide as a placed glyph next to them in the stream are
+    asked about (a fixed-pitch font's glyphs share one advance, which is the
+    width of a loose box): asking pdfium costs about a microsecond a
+    character, and in proportional text most neighbours differ in width.
+    """
+    widths = [glyphs[at].box[2] - glyphs[at].box[0] for at, _ in placed]  # type: ignore[index]
+    asked = -1
+    for k, (a, b) in enumerate(zip(widths, widths[1:])):
+        if abs(b - a) > SAME_ADVANCE * a:
+            continue
+        for j in (k, k + 1):
+            if j > asked:
+                asked = j
+                at, index = placed[j]
+                if fonts.fixed(index):
+                    glyphs[at] = Glyph(glyphs[at].text, glyphs[at].box, True)
 
 
 def _char_text(code: int) -> str:
@@ -143,7 +250,8 @@ def group_lines(glyphs: Iterable[Glyph], page: int, width: float, height: float)
     break is kept unless the next glyph sits on the same line right after
     the previous one (pdfium breaks around super- and subscripts). Lines that
     fall entirely outside the page (text hidden outside the crop box) are
-    dropped.
+    dropped. A segment set in a fixed-pitch font on one character grid gets
+    its ``pitch`` and grid spacing (:func:`fixed_pitch`).
     """
     builder = _SegmentBuilder(page, width, height)
     pending_break = False
@@ -156,7 +264,7 @@ def group_lines(glyphs: Iterable[Glyph], page: int, width: float, height: float)
             elif not pending_break:
                 builder.add_space()
         else:
-            builder.add(glyph.text, glyph.box, after_break=pending_break)
+            builder.add(glyph.text, glyph.box, after_break=pending_break, fixed=glyph.fixed)
             pending_break = False
     builder.flush()
     return builder.lines
@@ -171,6 +279,8 @@ class _SegmentBuilder:
         self.lines: list[Line] = []
         self._text: list[str] = []
         self._boxes: list[Box] = []
+        self._fixed: list[bool] = []  # per box: set in a fixed-pitch font
+        self._slots: list[int] = []  # per box: its index in _text
         self._top = self._bottom = 0.0
         self._gap_em = SEGMENT_GAP_EM
 
@@ -182,7 +292,7 @@ class _SegmentBuilder:
         """A character without a usable box joins the current segment."""
         self._text.append(text)
 
-    def add(self, text: str, box: Box, *, after_break: bool) -> None:
+    def add(self, text: str, box: Box, *, after_break: bool, fixed: bool = False) -> None:
         if self._boxes:
             prev = self._boxes[-1]
             if not after_break:
@@ -197,18 +307,77 @@ class _SegmentBuilder:
             self._top, self._bottom = min(self._top, box[1]), max(self._bottom, box[3])
         else:
             self._top, self._bottom = box[1], box[3]
+        self._slots.append(len(self._text))
         self._text.append(text)
         self._boxes.append(box)
+        self._fixed.append(fixed)
         if unicodedata.bidirectional(text[0]) in ("R", "AL"):
             self._gap_em = RTL_SEGMENT_GAP_EM
 
     def flush(self) -> None:
-        line = _make_line(self._text, self._boxes, self.page, self.width, self.height)
+        pitch = fixed_pitch(self._text, self._boxes, self._fixed, self._slots)
+        text = grid_text(self._text, self._boxes, self._slots, pitch) if pitch else self._text
+        line = _make_line(text, self._boxes, self.page, self.width, self.height, pitch)
         if line is not None:
             self.lines.append(line)
         self._text.clear()
         self._boxes.clear()
+        self._fixed.clear()
+        self._slots.clear()
         self._gap_em = SEGMENT_GAP_EM
+
+
+def fixed_pitch(text: Sequence[str], boxes: Sequence[Box], fixed: Sequence[bool], slots: Sequence[int]) -> float | None:
+    """Points per character of a segment set in a fixed-pitch font, or None.
+
+    ``text``: the segment's characters (placed glyphs, spaces, unplaced
+    characters); ``boxes``, ``fixed``, ``slots``: per placed glyph, its box,
+    whether its font is fixed-pitch, its index in ``text``. The pitch is the
+    median advance between neighbouring glyphs with nothing between them
+    (the median glyph width when there are none). None unless at least
+    :data:`FIXED_SHARE` of the glyphs are fixed-pitch and narrow (a CJK
+    font's full-width glyphs are fixed-pitch too, but not code), and as many
+    of the steps between consecutive glyphs are whole multiples of the pitch
+    (glyphs on one grid, left to right).
+    """
+    if not boxes or sum(f and unicodedata.east_asian_width(text[i]) not in "WF"
+                        for f, i in zip(fixed, slots)) < FIXED_SHARE * len(boxes):
+        return None
+    adjacent = [b[0] - a[0] for a, b, i, j in zip(boxes, boxes[1:], slots, slots[1:]) if j == i + 1 and b[0] > a[0]]
+    pitch = statistics.median(adjacent) if adjacent else statistics.median(b[2] - b[0] for b in boxes)
+    if pitch <= 0.01:
+        return None
+    steps = [(b[0] - a[0]) / pitch for a, b in zip(boxes, boxes[1:])]
+    on_grid = sum(round(k) >= 1 and abs(k - round(k)) <= GRID_TOLERANCE for k in steps)
+    return pitch if on_grid >= FIXED_SHARE * len(steps) else None
+
+
+def grid_text(text: Sequence[str], boxes: Sequence[Box], slots: Sequence[int], pitch: float) -> list[str]:
+    """The segment's characters with the spaces between glyphs set by the
+    character grid: a glyph ``k`` pitches right of the first one stands in
+    column ``k``, so runs of spaces pdfium reported as one come back whole.
+    A character without a box follows the glyph before it and takes a column.
+    A space pdfium reported where the grid has no room for one is dropped
+    (pdfium makes one up where letter-spaced glyphs stand a little apart),
+    unless the glyphs stand half a pitch apart or more (a wider fallback
+    glyph before pushed the grid on): then it is one space."""
+    out: list[str] = []
+    start, base, previous = boxes[0][0], 0, -1
+    for n, (box, slot) in enumerate(zip(boxes, slots)):
+        between = text[previous + 1:slot]
+        unplaced = [ch for ch in between if not ch.isspace()]
+        out.extend(unplaced)
+        if n == 0:
+            base = len(out)
+        else:
+            spaces = base + round((box[0] - start) / pitch) - len(out)
+            if spaces <= 0 and len(unplaced) < len(between) and box[0] - boxes[n - 1][2] >= 0.5 * pitch:
+                spaces = 1
+            out.extend(" " * max(0, spaces))
+        out.append(text[slot])
+        previous = slot
+    out.extend(text[previous + 1:])
+    return out
 
 
 def _gap_x(a: Box, b: Box) -> float:
@@ -254,7 +423,7 @@ def _same_line(line_top: float, line_bottom: float, prev: Box, new: Box, gap_em:
 
 
 def _make_line(
-    text: list[str], boxes: list[Box], page: int, width: float, height: float
+    text: list[str], boxes: list[Box], page: int, width: float, height: float, pitch: float | None = None
 ) -> Line | None:
     content = "".join(text).strip()
     if not content or not boxes:
@@ -265,4 +434,4 @@ def _make_line(
     y1 = min(height, max(b[3] for b in boxes))
     if x1 <= x0 or y1 <= y0:  # entirely off the displayed page
         return None
-    return Line(text=content, bbox=BBox(x0=x0, y0=y0, x1=x1, y1=y1), confidence=1.0, page=page)
+    return Line(text=content, bbox=BBox(x0=x0, y0=y0, x1=x1, y1=y1), confidence=1.0, page=page, pitch=pitch)

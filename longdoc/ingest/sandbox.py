@@ -326,14 +326,17 @@ def _send_pixels(conn: Any, rendered: RenderedPage) -> None:
         os.close(fd)
 
 
-def _row(line: Line) -> tuple[str, float, float, float, float, float, int]:
+_Row = tuple[str, float, float, float, float, float, int, float | None]
+
+
+def _row(line: Line) -> _Row:
     """A line as plain values (pickling pydantic models costs ~3 ms a page)."""
     box = line.bbox
-    return (line.text, box.x0, box.y0, box.x1, box.y1, line.confidence, line.page)
+    return (line.text, box.x0, box.y0, box.x1, box.y1, line.confidence, line.page, line.pitch)
 
 
-def _line(row: tuple[str, float, float, float, float, float, int]) -> Line:
+def _line(row: _Row) -> Line:
     """Back from :func:`_row`; the values were validated in the child."""
-    text, x0, y0, x1, y1, confidence, page = row
+    text, x0, y0, x1, y1, confidence, page, pitch = row
     return Line.model_construct(text=text, bbox=BBox.model_construct(x0=x0, y0=y0, x1=x1, y1=y1),
-                                confidence=confidence, page=page)
+                                confidence=confidence, page=page, pitch=pitch)

@@ -2,8 +2,9 @@
 
 - :func:`find_furniture` — running headers, footers and page numbers,
   compared with neighbouring pages;
-- :func:`layout_page` — paragraphs, headings, lists, title and side notes,
-  ordered column by column (XY-cut);
+- :func:`layout_page` — paragraphs, headings, lists, title, side notes and
+  code listings (lines in a fixed-pitch font), ordered column by column
+  (XY-cut);
 - :func:`join_lines` / :func:`join_pair` — joining text across line breaks
   (de-hyphenation, CJK), shared with the cross-page stitcher.
 

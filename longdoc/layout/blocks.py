@@ -27,7 +27,9 @@ noticeably taller than the body text → level by size), TITLE (on page 1
 only: the tallest of the headings that come before any other text, in the
 top third of the page, at least 1.5 × body size),
 PARAGRAPH otherwise. :func:`join_across_columns` then merges a paragraph
-continued from the bottom of one column to the top of the next.
+continued from the bottom of one column to the top of the next. Code
+listings are found before (:mod:`~longdoc.layout.code`) and pass through
+:func:`classify` as they are.
 """
 
 from __future__ import annotations
@@ -76,6 +78,12 @@ class Metrics:
     line_width: float
     page_height: float
     page: int
+
+    @property
+    def paragraph_step(self) -> float:
+        """The longest step down (centre to centre) between two body lines
+        of one paragraph; a longer one is a paragraph gap."""
+        return max(PARA_PITCH_FACTOR * self.pitch, self.pitch + 0.5 * self.line_height)
 
     def tall(self, l: LineBox) -> bool:
         """Heading-tall. A line as wide as the body's lines (not wider) must be clearly
@@ -158,7 +166,7 @@ def _follows(block: list[LineBox], prev: LineBox, l: LineBox, m: Metrics) -> boo
     if m.tall(prev) != m.tall(l):
         return False
     scale = max(prev.size, l.size) / m.size if m.tall(l) else 1.0
-    return l.cy - prev.cy <= scale * max(PARA_PITCH_FACTOR * m.pitch, m.pitch + 0.5 * m.line_height)
+    return l.cy - prev.cy <= scale * m.paragraph_step
 
 
 def _opens_block(block: list[LineBox], row: list[LineBox], prev: LineBox, l: LineBox, m: Metrics) -> bool:
@@ -195,12 +203,13 @@ class Draft:
     cells: list[TableCell] | None = None  # a table's
 
 
-def classify(runs: list[list[LineBox]], m: Metrics) -> list[Draft]:
+def classify(runs: Sequence[list[LineBox] | Draft], m: Metrics) -> list[Draft]:
     """Name each run (see the module docstring); consecutive list items in
-    one column become one LIST block."""
+    one column become one LIST block. A run already named (a CODE listing,
+    :mod:`~longdoc.layout.code`) is kept as it is, in its place."""
     drafts: list[Draft] = []
     for run in runs:
-        d = _classify_run(run, m)
+        d = run if isinstance(run, Draft) else _classify_run(run, m)
         prev = drafts[-1] if drafts else None
         if d.kind is BlockKind.LIST and prev is not None and prev.kind is BlockKind.LIST and _same_list(prev, d, m):
             prev.lines.extend(d.lines)

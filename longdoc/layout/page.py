@@ -7,7 +7,8 @@
     body  ─► segments of a visual line rejoined ─► OCR padding off
           ─► margin notes, oversized lines apart
           ─► mend gutters (clip pokes, split merged lines) ─► XY-cut order
-          ─► segment ─► classify ─► join across columns
+          ─► code listings apart (code.py) ─► segment the rest ─► classify
+          ─► join across columns
           ─► place side notes and oversized lines ─► place floats
     all   ─► number: top furniture, body, bottom furniture
 """
@@ -15,6 +16,7 @@
 from __future__ import annotations
 
 from longdoc.layout.blocks import Draft, classify, join_across_columns, measure, segment
+from longdoc.layout.code import take_listings
 from longdoc.layout.floats import place_floats, take_floats
 from longdoc.layout.geometry import LineBox, depad, enclosing, norm_box, typical_line_height, v_overlap
 from longdoc.layout.gutters import find_gutters, mend
@@ -63,8 +65,13 @@ def layout_page(rec: Page, furniture: dict[int, BlockKind], *, exact_lines: bool
     figures and captions out of the body first (:mod:`~longdoc.layout.floats`):
     a TABLE block carries ``cells``; each float goes after the body block
     above it in its column.
+    Lines set in a fixed-pitch font (``Line.pitch``) that form a listing
+    become a CODE block (:mod:`~longdoc.layout.code`: its lines one per
+    line, indentation as spaces), never joined into a paragraph, a list or a
+    heading.
     Blank lines are dropped; an empty page gives ``[]``. Block text comes
-    from :func:`~longdoc.layout.text.join_lines` (LIST: one line per item).
+    from :func:`~longdoc.layout.text.join_lines` (LIST: one line per item;
+    CODE: :func:`~longdoc.layout.code.code_text`).
     """
     lines = [LineBox.of(i, l) for i, l in enumerate(rec.lines) if l.text.strip()]
     if not lines:
@@ -99,7 +106,9 @@ def _body(rec: Page, body: list[LineBox], exact_lines: bool) -> list[Draft]:
         regular = mend(regular, find_gutters(regular, h), h, gutter)
     ordered = reading_order(regular, gutter, min_column)
     metrics = measure(ordered, h, rec.height, rec.number)
-    main = join_across_columns(classify(segment(ordered, metrics), metrics))
+    runs = [run for piece in take_listings(ordered, metrics)
+            for run in ([piece] if isinstance(piece, Draft) else segment(piece, metrics))]
+    main = join_across_columns(classify(runs, metrics))
     notes = [
         Draft(BlockKind.SIDENOTE, note, join_lines([l.text for l in note]))
         for strip in strips

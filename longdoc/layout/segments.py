@@ -26,6 +26,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 
+from longdoc.layout.code import shared_pitch
 from longdoc.layout.geometry import LineBox, merge_intervals, same_row
 from longdoc.model import BBox
 
@@ -49,7 +50,10 @@ def rejoin(lines: Sequence[LineBox], line_height: float) -> list[LineBox]:
     """``lines`` with the segments of each visual line joined (see the
     module docstring). A joined line is a new :class:`~longdoc.model.Line`
     (text joined with a space, the union of the boxes) under the first
-    segment's index; lines not joined come back as they are."""
+    segment's index; two segments of one fixed-pitch line (a code line and
+    its comment) are joined with as many spaces as the character grid has
+    between them, and the line keeps their pitch (other joined lines have
+    none). Lines not joined come back as they are."""
     lo, hi = (f * line_height for f in JOIN_HEIGHT_RANGE)
     regular = [l for l in lines if lo <= l.h <= hi]
     out: list[LineBox] = [l for l in lines if not lo <= l.h <= hi]
@@ -120,9 +124,11 @@ def _join(a: LineBox, b: LineBox) -> LineBox:
     first, second = (b, a) if _right_to_left(a.text + b.text) else (a, b)
     box = BBox(x0=min(a.line.bbox.x0, b.line.bbox.x0), y0=min(a.line.bbox.y0, b.line.bbox.y0),
                x1=max(a.line.bbox.x1, b.line.bbox.x1), y1=max(a.line.bbox.y1, b.line.bbox.y1))
+    pitch = shared_pitch(a.line.pitch, b.line.pitch)
+    spaces = max(1, round((b.x0 - a.x0) / pitch) - len(a.text.rstrip())) if pitch else 1
     line = a.line.model_copy(update={
-        "text": f"{first.text.rstrip()} {second.text.lstrip()}", "bbox": box,
-        "confidence": min(a.line.confidence, b.line.confidence),
+        "text": f"{first.text.rstrip()}{' ' * spaces}{second.text.lstrip()}", "bbox": box,
+        "confidence": min(a.line.confidence, b.line.confidence), "pitch": pitch,
     })
     return LineBox(a.idx, line, min(a.x0, b.x0), min(a.y0, b.y0), max(a.x1, b.x1), max(a.y1, b.y1))
 

@@ -252,3 +252,29 @@ def test_tables_with_different_columns_or_text_between_them_stay_apart():
     p1 = _table_page(1, _table(1, 0, [HEAD, ["North", "12", "3%"]]), _block(1, 1, K.PARAGRAPH, "Notes follow."))
     p2 = _table_page(2, _table(2, 0, [HEAD, ["East", "7", "2%"]]))
     assert len([b for p in stitch([p1, p2]) for b in p.blocks if b.kind is K.TABLE]) == 2
+
+
+def test_a_listing_continued_over_a_page_break_is_one_code_block_with_its_lines():
+    tail, head = "int main(void)\n{\n    int x = 0;", "    x = run(x);\n    return x;\n}"
+    p1 = _page(1, (K.PARAGRAPH, "The program is short:"), (K.CODE, tail), (K.PAGE_NUMBER, "1"))
+    p2 = _page(2, (K.CODE, head), (K.PARAGRAPH, "It returns what it ran."))
+    out = list(stitch([p1, p2]))
+    assert _main(out[0]) == ["The program is short:", f"{tail}\n{head}"]
+    merged = out[0].main_blocks()[1]
+    assert merged.kind is K.CODE and merged.source_pages == [1, 2]
+    assert [(l.page, l.text) for l in merged.lines] == [(1, t) for t in tail.split("\n")] + [
+        (2, t) for t in head.split("\n")]
+    assert _main(out[1]) == ["It returns what it ran."]
+
+
+@pytest.mark.parametrize(
+    ("tail", "head"),
+    [
+        ((K.CODE, "x = run(x)"), (K.PARAGRAPH, "and then the result is printed.")),   # runs on, but code
+        ((K.PARAGRAPH, "the result of the call"), (K.CODE, "print(x)")),
+        ((K.LIST, "• step one"), (K.CODE, "- step two")),
+    ],
+)
+def test_code_never_joins_a_paragraph_or_a_list(tail, head):
+    out = list(stitch([_page(1, tail), _page(2, head)]))
+    assert _main(out[0]) == [tail[1]] and _main(out[1]) == [head[1]]

@@ -13,21 +13,26 @@ chinese_report      simplified Chinese, header, "第 n 页", paragraph over a br
 two_column          full-width title, two columns, page numbers
 side_note           one page, margin note beside paragraph 2 (order p1 p2 note p3)
 long_textlayer      N pages fast (1,000 in seconds) for memory benchmarks
+code_listing        one page: prose, an indented C listing in a monospace font,
+                    prose with an inline monospace word (a ListingDoc)
 rasterize           image-only PDF of a document (same page sizes, no text layer)
 to_tiff / to_png    multi-page TIFF / single-page PNG
 ==================  =========================================================
 
-Fonts: DejaVu Sans (fonts-dejavu-core) and WenQuanYi Micro Hei
+Fonts: DejaVu Sans and DejaVu Sans Mono (fonts-dejavu-core) and WenQuanYi Micro Hei
 (fonts-wqy-microhei, a .ttc that fpdf2 2.8 embeds directly).
 """
 
 from tests.docgen.documents import chinese_report, english_report, long_textlayer, side_note, two_column
+from tests.docgen.listing import ListingDoc, code_listing
 from tests.docgen.raster import rasterize, to_png, to_tiff
 from tests.docgen.truth import GeneratedDoc
 
 __all__ = [
     "GeneratedDoc",
+    "ListingDoc",
     "chinese_report",
+    "code_listing",
     "english_report",
     "long_textlayer",
     "rasterize",

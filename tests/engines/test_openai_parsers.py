@@ -77,6 +77,20 @@ def test_markdown_keeps_html_tables_whole():
     assert "<td>b</td>" in blocks[1].text
 
 
+def test_markdown_fenced_code_is_one_code_block_with_its_lines():
+    code = "# not a heading\ndef f(x):\n\n    return x  # kept"
+    blocks = markdown_blocks(f"Intro.\n\n```python\n{code}\n```\n\n~~~\nopen fence\n\n  runs to the end", 1, W, H)
+    assert [(b.kind, b.text) for b in blocks] == [
+        (BlockKind.PARAGRAPH, "Intro."), (BlockKind.CODE, code), (BlockKind.CODE, "open fence\n\n  runs to the end")]
+
+
+def test_a_code_label_is_a_code_block():
+    text = "<|det|>text [100, 100, 900, 150]<|/det|>Run it:\n<|det|>code [100, 160, 900, 300]<|/det|>## setup\n  make all\n"
+    blocks = grounded_blocks(text, 1, W, H)
+    assert [(b.kind, b.text, b.level) for b in blocks] == [
+        (BlockKind.PARAGRAPH, "Run it:", None), (BlockKind.CODE, "## setup\n  make all", None)]
+
+
 def test_repetition_loops_are_caught_and_real_text_is_not():
     assert repetition_loop("Some real text. " + "ha " * 100).strip() == "ha"
     assert repetition_loop("<td></td>" * 60) is not None

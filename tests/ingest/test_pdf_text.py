@@ -1,10 +1,15 @@
-"""Grouping a pdfium glyph stream into line segments (no PDF needed)."""
+"""Grouping a pdfium glyph stream into line segments (no PDF needed), and
+fixed-pitch lines (a code listing) found in a real PDF's text layer."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from longdoc.ingest.pdf_text import Glyph, group_lines, to_display
+from longdoc.ingest.pdf import PdfSource
+from longdoc.ingest.pdf_text import Glyph, group_lines, is_fixed_pitch_font, to_display
+from tests.docgen import code_listing
 
 BREAK = Glyph("\r", None)
 NEWLINE = Glyph("\n", None)
@@ -12,11 +17,12 @@ SPACE = Glyph(" ", None)
 
 
 def _word(
-    text: str, x: float, top: float, *, size: float = 10.0, advance: float = 6.0
+    text: str, x: float, top: float, *, size: float = 10.0, advance: float = 6.0, fixed: bool = False
 ) -> list[Glyph]:
-    """Glyphs of ``text`` set left to right from ``x``, ``size`` tall."""
+    """Glyphs of ``text`` set left to right from ``x``, ``size`` tall
+    (``fixed``: in a fixed-pitch font)."""
     return [
-        SPACE if ch == " " else Glyph(ch, (x + i * advance, top, x + (i + 1) * advance, top + size))
+        SPACE if ch == " " else Glyph(ch, (x + i * advance, top, x + (i + 1) * advance, top + size), fixed)
         for i, ch in enumerate(text)
     ]
 
@@ -100,3 +106,63 @@ def test_to_display(rotation: int, expected) -> None:
 def test_a_character_without_a_box_is_kept_in_its_line() -> None:
     glyphs = _word("caf", 50, 100) + [Glyph("\u0301", None)] + _word(" noir", 68, 100)
     assert _texts(glyphs) == ["caf\u0301 noir"]
+
+
+# --- fixed pitch ----------------------------------------------------------------------------
+
+
+def _collapsed(text: str, x: float, top: float, advance: float = 6.0) -> list[Glyph]:
+    """A fixed-pitch line as pdfium reports it: one space for each run of
+    spaces, the glyphs where the grid puts them."""
+    glyphs: list[Glyph] = []
+    for i, ch in enumerate(text):
+        if ch != " ":
+            glyphs.append(Glyph(ch, (x + i * advance, top, x + (i + 1) * advance, top + 10.0), True))
+        elif not glyphs or glyphs[-1] is not SPACE:
+            glyphs.append(SPACE)
+    return glyphs
+
+
+def test_a_fixed_pitch_line_gets_its_pitch_and_its_spaces_back_from_the_grid() -> None:
+    glyphs = _collapsed("x0 = f(y);   /* c */", 80, 100) + [BREAK, NEWLINE] + _word("prose line", 50, 114)
+    lines = group_lines(glyphs, 1, 600, 800)
+    assert [(line.text, line.pitch) for line in lines] == [("x0 = f(y);   /* c */", 6.0), ("prose line", None)]
+
+
+def test_a_line_with_a_few_monospace_words_has_no_pitch() -> None:
+    glyphs = _word("call ", 50, 100) + _word("\\foo", 80, 100, fixed=True) + [SPACE] + _word("to draw it", 110, 100)
+    (line,) = group_lines(glyphs, 1, 600, 800)
+    assert line.text == "call \\foo to draw it" and line.pitch is None
+
+
+def test_fixed_pitch_glyphs_off_one_grid_or_full_width_are_no_pitch() -> None:
+    # stretched word by word (an OCR text layer's glyph-less font): off the grid
+    stretched = _word("abc", 50, 100, fixed=True) + [SPACE] + _word("defgh", 71.5, 100, advance=4.3, fixed=True)
+    cjk = _word("长文档识别", 50, 200, advance=10.0, fixed=True)
+    assert [line.pitch for line in group_lines([*stretched, BREAK, NEWLINE, *cjk], 1, 600, 800)] == [None, None]
+
+
+@pytest.mark.parametrize(("name", "flags", "fixed"), [
+    ("CMTT10", 4, True), ("SFTT0900", 4, True), ("WQWONW+DejaVuSansMono", 524292, True),
+    ("LMMono10-Regular", 4, True), ("NimbusMonoPS-Regular", 4, True), ("Courier-Bold", 0, True),
+    ("ABCDEF+Inconsolata-zi4r", 4, True), ("BeraSansMono-Roman", 4, True), ("txtt", 4, True),
+    ("Menlo-Regular", 4, True), ("SourceCodePro-Regular", 4, True),
+    ("ABCDEF+AnyName", 5, True),                                         # the FixedPitch flag
+    ("CMR10", 4, False), ("SFRM1000", 4, False), ("DejaVuSans", 524292, False), ("LMMonoProp10-Regular", 4, False),
+    ("MonotypeCorsiva", 4, False), ("GlyphLessFont", 5, False),
+])
+def test_fixed_pitch_fonts_by_flag_or_name(name: str, flags: int, fixed: bool) -> None:
+    assert is_fixed_pitch_font(name, flags) is fixed
+
+
+def test_a_real_pdf_listing_has_pitch_on_its_lines_only(tmp_path: Path) -> None:
+    generated = code_listing(tmp_path)
+    with PdfSource(generated.pdf_path) as source:
+        lines = source.text_layer(1)
+    mono = [line for line in lines if line.pitch is not None]
+    rows = [row.strip() for row in generated.listing.split("\n") if row.strip()]
+    # the text layer cuts the row at its wide gap (segments rejoin in layout)
+    assert [line.text for line in mono] == rows[:9] + ["return -1;", "/* give up */"] + rows[10:]
+    assert all(line.pitch == pytest.approx(9 * 1233 / 2048, abs=0.01) for line in mono)   # DejaVu Sans Mono, 9 pt
+    prose = [line.text for line in lines if line.pitch is None]
+    assert any(text.startswith("The call to \\foo moves") for text in prose)      # the inline word: no pitch

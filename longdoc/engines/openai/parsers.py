@@ -23,7 +23,9 @@ Where each rule comes from (read from the models' own code and docs):
 - **Generic** models: Markdown.
 
 Boxes become points on the page (top-left origin); labels become block
-kinds (:data:`LABEL_KINDS`; an unknown label is a paragraph).
+kinds (:data:`LABEL_KINDS`; an unknown label is a paragraph). A ``code``
+label, or a fenced block (```` ``` ```` / ``~~~``) in Markdown, is a CODE
+block: its lines and indentation kept, the fences taken off.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ LABEL_KINDS: dict[str, BlockKind] = {
     "equation": BlockKind.FORMULA, "formula": BlockKind.FORMULA, "isolate_formula": BlockKind.FORMULA,
     "display_formula": BlockKind.FORMULA, "interline_equation": BlockKind.FORMULA,
     "aside_text": BlockKind.SIDENOTE, "sidenote": BlockKind.SIDENOTE, "margin_note": BlockKind.SIDENOTE,
+    "code": BlockKind.CODE,
 }
 
 END_OF_ANSWER = "<｜end▁of▁sentence｜>"
@@ -69,6 +72,8 @@ _HEADING = re.compile(r"^(#{1,6})\s+")
 _CENTER = re.compile(r"</?center>", re.IGNORECASE)
 _OTSL = re.compile(r"<(fcel|ecel|lcel|ucel|xcel)>([^<]*)|<nl>")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+")
+#: a Markdown code fence opening (its info string after it) and closing
+_FENCE_OPEN = re.compile(r"^[ ]{0,3}(?P<fence>`{3,}|~{3,})[^\n]*$", re.MULTILINE)
 
 
 def split_pages(text: str) -> list[str]:
@@ -129,23 +134,53 @@ def markdown_blocks(text: str, page: int, width: float, height: float) -> list[B
 
 
 def _chunks(text: str) -> list[str]:
-    """Paragraph-sized pieces: blank-line separated, HTML tables whole."""
+    """Paragraph-sized pieces: blank-line separated, HTML tables and fenced
+    code blocks whole (a fence left open runs to the end)."""
     out: list[str] = []
     rest = _CENTER.sub("", text)
     while rest:
-        start = rest.find("<table")
-        head = rest if start < 0 else rest[:start]
-        out += [c.strip() for c in re.split(r"\n\s*\n", head) if c.strip()]
-        if start < 0:
+        table, fence = rest.find("<table"), _FENCE_OPEN.search(rest)
+        start = min(i for i in (table, fence.start() if fence else -1, len(rest)) if i >= 0)
+        out += [c.strip() for c in re.split(r"\n\s*\n", rest[:start]) if c.strip()]
+        if start == len(rest):
             break
-        end = rest.find("</table>", start)
-        end = len(rest) if end < 0 else end + len("</table>")
-        out.append(rest[start:end].strip())
+        if start == table:
+            end = rest.find("</table>", start)
+            end = len(rest) if end < 0 else end + len("</table>")
+            out.append(rest[start:end].strip())
+        else:
+            assert fence is not None
+            end = _fence_end(rest, fence)
+            out.append(rest[start:end].strip("\n"))
         rest = rest[end:]
     return out
 
 
+def _fence_end(text: str, opening: re.Match[str]) -> int:
+    """Where the fenced block opened by ``opening`` ends: after its closing
+    fence (the same character, at least as long), or at the end of ``text``."""
+    mark = opening.group("fence")
+    closing = re.compile(rf"^[ ]{{0,3}}{re.escape(mark[0])}{{{len(mark)},}}[ \t]*$", re.MULTILINE)
+    found = closing.search(text, opening.end())
+    return found.end() if found else len(text)
+
+
+def _code_body(content: str) -> str:
+    """A code block's text without its fences (when it has them): its lines
+    and indentation as written, blank lines at either end dropped."""
+    lines = content.strip("\n").split("\n")
+    opening = _FENCE_OPEN.match(lines[0]) if lines else None
+    if opening is not None:
+        lines = lines[1:]
+        mark = opening.group("fence")
+        if lines and lines[-1].strip() and set(lines[-1].strip()) == {mark[0]} and len(lines[-1].strip()) >= len(mark):
+            lines = lines[:-1]
+    return "\n".join(lines).strip("\n").rstrip()
+
+
 def _markdown_label(chunk: str) -> str:
+    if _FENCE_OPEN.match(chunk):
+        return "code"
     if chunk.startswith("<table") or chunk.lstrip().startswith("|"):
         return "table"
     if chunk.startswith(("\\[", "$$")):
@@ -161,6 +196,9 @@ def _markdown_label(chunk: str) -> str:
 
 def _block(label: str, content: str, box: BBox, page: int, order: int) -> Block:
     kind = LABEL_KINDS.get(label, BlockKind.PARAGRAPH)
+    if kind is BlockKind.CODE:  # "# comment" in a listing is no heading
+        return Block(id=f"p{page}-b{order}", kind=kind, bbox=box, order=order, text=_code_body(content),
+                     source_pages=[page])
     text = _CENTER.sub("", content).strip()
     hashes = 0
     heading = _HEADING.match(text)

@@ -20,7 +20,7 @@ const FORMAT_LABELS = { md: "Markdown", json: "JSON", txt: "Text", pdf: "Searcha
 const FILE_NAMES = { md: ".md", json: ".json", txt: ".txt", pdf: ".pdf", chunks: ".chunks.jsonl",
   docling: ".docling.json" };
 const KINDS = ["title", "heading", "paragraph", "list", "table", "figure", "caption", "footnote", "sidenote",
-  "header", "footer", "page_number", "formula"];
+  "header", "footer", "page_number", "formula", "code"];
 const VIEW_DPI = 110;
 const PAGES_EVERY_MS = 2000;
 
