@@ -46,6 +46,12 @@ MIN_GLYPHS = 15
 #: a blob centre further than this share of the pitch from its cell's centre is off the
 #: grid: the line mixes in proportional type (a line number, leaders), and is not respaced
 MAX_OFF_GRID = 0.22
+#: a short line takes the grid of a fixed-pitch line at most this many line heights away
+NEIGHBOUR_LINES = 4.0
+#: ... and starts at most this many cells left of it (a closing brace outdented)
+OUTDENT_CELLS = 8
+#: how well a short line's own glyphs must sit on that pitch
+SHORT_GRID = 0.85
 #: blobs smaller than this share of the crop height in both directions are specks (a full
 #: stop at 10 pt is ~0.08 of its crop)
 SPECK = 0.06
@@ -148,3 +154,52 @@ def respaced(text: str, found: LineGrid) -> str:
         return text
     spaced = respace(text, cells(found.boxes, found.grid))
     return text if spaced is None else spaced
+
+
+@dataclass(frozen=True)
+class PlacedLine:
+    """A line crop's place on the page: its left edge (page pixels, where
+    crop x 0 lies), its vertical centre and height."""
+
+    left: float
+    cy: float
+    height: float
+
+
+def page_grids(crops: list[np.ndarray], texts: list[str], places: list[PlacedLine]) -> list[LineGrid | None]:
+    """:func:`line_grid` for every line of a page, then the short lines of
+    a listing (``{``, ``}``, ``return x0;``: too few glyphs to show a grid
+    by themselves) on the pitch of the nearest fixed-pitch line above or
+    below that starts at most :data:`OUTDENT_CELLS` cells right of them,
+    within :data:`NEIGHBOUR_LINES` line heights, when their own glyphs sit
+    on a grid of that pitch (Rayleigh statistic :data:`SHORT_GRID`; a line
+    of one glyph always does). A line given a grid so lends it on, so a
+    listing's closing braces are reached from its last long line."""
+    grids = [line_grid(crop, text) for crop, text in zip(crops, texts)]
+    for _ in range(len(grids)):
+        lent = False
+        for i, (crop, text, place) in enumerate(zip(crops, texts, places)):
+            if grids[i] is not None or not text.strip():
+                continue
+            found = _nearest_grid(place, places, grids)
+            if found is not None and (grid := _short_grid(crop, found.grid.pitch)) is not None:
+                grids[i], lent = grid, True
+        if not lent:
+            break
+    return grids
+
+
+def _nearest_grid(place: PlacedLine, places: list[PlacedLine], grids: list[LineGrid | None]) -> LineGrid | None:
+    near = [(abs(a.cy - place.cy), g) for a, g in zip(places, grids) if g is not None
+            and abs(a.cy - place.cy) <= NEIGHBOUR_LINES * place.height and place.left >= a.left - OUTDENT_CELLS * g.grid.pitch]
+    return min(near, key=lambda n: n[0])[1] if near else None
+
+
+def _short_grid(crop: np.ndarray, pitch: float) -> LineGrid | None:
+    boxes = glyph_boxes(crop)
+    if not boxes:
+        return None
+    vector = np.exp(2j * np.pi * np.array([(a + b) / 2 for a, b in boxes]) / pitch).mean()
+    if abs(vector) < SHORT_GRID:
+        return None
+    return LineGrid(boxes, Grid(pitch, float(np.angle(vector) / (2 * np.pi) * pitch) % pitch))

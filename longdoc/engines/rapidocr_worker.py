@@ -33,6 +33,9 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "Rec.rec_batch_num": 1,
     "Det.limit_type": "max",
     "Det.limit_side_len": 960,
+    # a lone glyph (a code listing's "{" on its own line) scores 0.4-0.5 as a box;
+    # on 28 real scanned pages 0.4 adds 11 boxes to 1,839, all real glyphs
+    "Det.box_thresh": 0.4,
 }
 
 _ocr: Any = None  # this process's RapidOCR object
@@ -231,7 +234,9 @@ def _lines_by_glyph(image: np.ndarray, quads: list[list[list[float]]], texts: li
     from rapidocr.utils.process_img import get_rotate_crop_image
 
     crops = [get_rotate_crop_image(image, np.asarray(quad, dtype=np.float32)) for quad in quads]
-    grids = [pitch.line_grid(crop, text) for crop, text in zip(crops, texts)]
+    places = [pitch.PlacedLine(left=quad[0][0], cy=(quad[0][1] + quad[3][1]) / 2, height=max(1.0, quad[3][1] - quad[0][1]))
+              for quad in quads]
+    grids = pitch.page_grids(crops, texts, places)
     ok = [r if isinstance(r, LineReading) and r.text == t else None
           for r, t in zip(list(readings) + [None] * (len(texts) - len(readings)), texts)]
     marks_zero = any(g is not None and r is not None and lookalikes.marks_zeros(c, r)
