@@ -56,6 +56,14 @@ SEGMENT_GAP_EM = 2.0
 #: consecutive glyphs can sit a whole word apart.
 RTL_SEGMENT_GAP_EM = 4.0
 
+#: A narrower gap inside a segment, at least this many line heights, is a
+#: column channel when gaps of at least CHANNEL_ROWS other rows overlap it
+#: (a table whose rows the PDF wrote as single lines: "Revenue   1,234   5,678")
+CHANNEL_GAP_EM = 0.8
+CHANNEL_ROWS = 2
+#: the part of two gaps that must be common for them to be one channel, in line heights
+CHANNEL_OVERLAP_EM = 0.3
+
 #: What a glyph without a known Unicode value becomes.
 UNMAPPED = "\ufffd"
 
@@ -250,8 +258,9 @@ def group_lines(glyphs: Iterable[Glyph], page: int, width: float, height: float)
     break is kept unless the next glyph sits on the same line right after
     the previous one (pdfium breaks around super- and subscripts). Lines that
     fall entirely outside the page (text hidden outside the crop box) are
-    dropped. A segment set in a fixed-pitch font on one character grid gets
-    its ``pitch`` and grid spacing (:func:`fixed_pitch`).
+    dropped. Segments are cut at column channels (:func:`split_at_channels`).
+    A segment set in a fixed-pitch font on one character grid gets its
+    ``pitch`` and grid spacing (:func:`fixed_pitch`).
     """
     builder = _SegmentBuilder(page, width, height)
     pending_break = False
@@ -267,7 +276,65 @@ def group_lines(glyphs: Iterable[Glyph], page: int, width: float, height: float)
             builder.add(glyph.text, glyph.box, after_break=pending_break, fixed=glyph.fixed)
             pending_break = False
     builder.flush()
-    return builder.lines
+    return [line for segment in split_at_channels(builder.segments) if (line := segment.line()) is not None]
+
+
+@dataclass
+class _Segment:
+    """One segment's characters and placed glyphs (see :func:`fixed_pitch`
+    for the fields), before it becomes a :class:`~longdoc.model.Line`."""
+
+    text: list[str]
+    boxes: list[Box]
+    fixed: list[bool]
+    slots: list[int]
+    page: int
+    width: float
+    height: float
+
+    def line(self) -> Line | None:
+        pitch = fixed_pitch(self.text, self.boxes, self.fixed, self.slots)
+        text = grid_text(self.text, self.boxes, self.slots, pitch) if pitch else self.text
+        return _make_line(text, self.boxes, self.page, self.width, self.height, pitch)
+
+    def wide_gaps(self) -> list[tuple[int, float, float]]:
+        """``(k, x0, x1)`` of each gap of at least :data:`CHANNEL_GAP_EM`
+        line heights between placed glyph ``k`` and the next, left to right."""
+        return [(k, a[2], b[0]) for k, (a, b) in enumerate(zip(self.boxes, self.boxes[1:]))
+                if b[0] - a[2] >= CHANNEL_GAP_EM * _height(a, b)]
+
+    def split(self, at: list[int]) -> list[_Segment]:
+        """The segment cut after each placed glyph in ``at``."""
+        parts, start = [], 0
+        for k in [*sorted(at), len(self.boxes) - 1]:
+            lo = self.slots[start] if start else 0
+            hi = self.slots[k + 1] if k + 1 < len(self.slots) else len(self.text)
+            parts.append(_Segment(self.text[lo:hi], self.boxes[start:k + 1], self.fixed[start:k + 1],
+                                  [s - lo for s in self.slots[start:k + 1]], self.page, self.width, self.height))
+            start = k + 1
+        return parts
+
+
+def split_at_channels(segments: list[_Segment]) -> list[_Segment]:
+    """``segments`` with each cut at its column channels: a gap of at least
+    :data:`CHANNEL_GAP_EM` line heights (narrower than a segment gap) that
+    gaps in :data:`CHANNEL_ROWS` or more other rows overlap by
+    :data:`CHANNEL_OVERLAP_EM` line heights — whitespace running down the
+    page between columns of a table whose rows the PDF wrote as one line
+    each. Word spaces, even wide ones in justified text, do not line up so."""
+    gaps = [(i, k, x0, x1, (s.boxes[k][1] + s.boxes[k][3]) / 2, _height(s.boxes[k], s.boxes[k + 1]))
+            for i, s in enumerate(segments) for k, x0, x1 in s.wide_gaps()]
+    if len(gaps) <= CHANNEL_ROWS:
+        return segments
+    cuts: dict[int, list[int]] = {}
+    for i, k, x0, x1, cy, h in gaps:
+        rows = {round(other_cy / max(h, 1e-6)) for j, _, o0, o1, other_cy, _ in gaps
+                if j != i and abs(other_cy - cy) > 0.5 * h and min(x1, o1) - max(x0, o0) >= CHANNEL_OVERLAP_EM * h}
+        if len(rows) >= CHANNEL_ROWS:
+            cuts.setdefault(i, []).append(k)
+    if not cuts:
+        return segments
+    return [part for i, s in enumerate(segments) for part in (s.split(cuts[i]) if i in cuts else [s])]
 
 
 class _SegmentBuilder:
@@ -276,7 +343,7 @@ class _SegmentBuilder:
 
     def __init__(self, page: int, width: float, height: float) -> None:
         self.page, self.width, self.height = page, width, height
-        self.lines: list[Line] = []
+        self.segments: list[_Segment] = []
         self._text: list[str] = []
         self._boxes: list[Box] = []
         self._fixed: list[bool] = []  # per box: set in a fixed-pitch font
@@ -315,11 +382,9 @@ class _SegmentBuilder:
             self._gap_em = RTL_SEGMENT_GAP_EM
 
     def flush(self) -> None:
-        pitch = fixed_pitch(self._text, self._boxes, self._fixed, self._slots)
-        text = grid_text(self._text, self._boxes, self._slots, pitch) if pitch else self._text
-        line = _make_line(text, self._boxes, self.page, self.width, self.height, pitch)
-        if line is not None:
-            self.lines.append(line)
+        if self._boxes:
+            self.segments.append(_Segment(list(self._text), list(self._boxes), list(self._fixed), list(self._slots),
+                                          self.page, self.width, self.height))
         self._text.clear()
         self._boxes.clear()
         self._fixed.clear()

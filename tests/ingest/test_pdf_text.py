@@ -66,6 +66,33 @@ def test_justified_word_gaps_do_not_split() -> None:
     assert _texts(glyphs) == ["wide gap"]
 
 
+def _row(cells: list[tuple[str, float]], top: float) -> list[Glyph]:
+    """One text-layer line holding ``cells`` at their x positions (spaces between, no break)."""
+    glyphs: list[Glyph] = []
+    for text, x in cells:
+        glyphs += ([SPACE] if glyphs else []) + _word(text, x, top)
+    return glyphs + [BREAK, NEWLINE]
+
+
+def test_a_table_written_one_line_per_row_is_cut_at_its_column_channels() -> None:
+    # a financial table whose rows the PDF wrote as single lines, its columns 10-18 pt apart (1-1.8 line
+    # heights: under the 20 pt segment gap), ragged, yet with whitespace running down between them
+    rows = [(("Revenue total", 50), ("12,418", 142), ("11,902", 194)),
+            (("Cost of sales", 50), ("(7,311)", 140), ("(7,045)", 196)),
+            (("Gross profit.", 50), ("5,107", 144), ("4,857", 192))]
+    glyphs: list[Glyph] = []
+    for n, row in enumerate(rows):
+        glyphs += _row(list(row), 100 + 14 * n)
+    assert _texts(glyphs) == [text for row in rows for text, _ in row]
+
+
+def test_wide_word_gaps_that_do_not_line_up_keep_their_lines() -> None:
+    # 12 pt gaps (1.2 line heights) at x 80, 104 and 134: wide, but no channel runs down through them
+    glyphs = (_row([("loose", 50), ("words", 92)], 100) + _row([("in a just", 50), ("fied", 116)], 114)
+              + _row([("paragraph here", 50), ("now", 146)], 128))
+    assert _texts(glyphs) == ["loose words", "in a just fied", "paragraph here now"]
+
+
 def test_right_to_left_text_with_an_embedded_latin_word_stays_one_line() -> None:
     # logical order: arabic word (right), then "Python" which sits to its left
     arabic = [Glyph(ch, (500 - (i + 1) * 6, 100, 500 - i * 6, 110)) for i, ch in enumerate("بلغة")]
