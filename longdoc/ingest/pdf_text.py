@@ -57,10 +57,11 @@ SEGMENT_GAP_EM = 2.0
 RTL_SEGMENT_GAP_EM = 4.0
 
 #: A narrower gap inside a segment, at least this many line heights, is a
-#: column channel when gaps of at least CHANNEL_ROWS other rows overlap it
+#: column channel when a strip of whitespace runs through it and the gaps of
+#: CHANNEL_ROWS consecutive rows
 #: (a table whose rows the PDF wrote as single lines: "Revenue   1,234   5,678")
 CHANNEL_GAP_EM = 0.8
-CHANNEL_ROWS = 2
+CHANNEL_ROWS = 4
 #: the part of two gaps that must be common for them to be one channel, in line heights
 CHANNEL_OVERLAP_EM = 0.3
 
@@ -317,24 +318,55 @@ class _Segment:
 
 def split_at_channels(segments: list[_Segment]) -> list[_Segment]:
     """``segments`` with each cut at its column channels: a gap of at least
-    :data:`CHANNEL_GAP_EM` line heights (narrower than a segment gap) that
-    gaps in :data:`CHANNEL_ROWS` or more other rows overlap by
-    :data:`CHANNEL_OVERLAP_EM` line heights — whitespace running down the
-    page between columns of a table whose rows the PDF wrote as one line
-    each. Word spaces, even wide ones in justified text, do not line up so."""
-    gaps = [(i, k, x0, x1, (s.boxes[k][1] + s.boxes[k][3]) / 2, _height(s.boxes[k], s.boxes[k + 1]))
-            for i, s in enumerate(segments) for k, x0, x1 in s.wide_gaps()]
-    if len(gaps) <= CHANNEL_ROWS:
-        return segments
+    :data:`CHANNEL_GAP_EM` line heights (narrower than a segment gap)
+    through which a strip of whitespace, :data:`CHANNEL_OVERLAP_EM` line
+    heights wide or more, runs down :data:`CHANNEL_ROWS` consecutive rows
+    or more (each row's gap holds it) — the whitespace between columns of
+    a table whose rows the PDF wrote as one line each. Wide word spaces
+    of justified text in a narrow column do not line up row after row."""
+    rows = _gap_rows(segments)
     cuts: dict[int, list[int]] = {}
-    for i, k, x0, x1, cy, h in gaps:
-        rows = {round(other_cy / max(h, 1e-6)) for j, _, o0, o1, other_cy, _ in gaps
-                if j != i and abs(other_cy - cy) > 0.5 * h and min(x1, o1) - max(x0, o0) >= CHANNEL_OVERLAP_EM * h}
-        if len(rows) >= CHANNEL_ROWS:
-            cuts.setdefault(i, []).append(k)
+    for r, row in enumerate(rows):
+        for i, k, x0, x1, h in row:
+            if _strip_rows(rows, r, x0, x1, CHANNEL_OVERLAP_EM * h) >= CHANNEL_ROWS:
+                cuts.setdefault(i, []).append(k)
     if not cuts:
         return segments
     return [part for i, s in enumerate(segments) for part in (s.split(cuts[i]) if i in cuts else [s])]
+
+
+def _gap_rows(segments: list[_Segment]) -> list[list[tuple[int, int, float, float, float]]]:
+    """The wide gaps ``(segment, glyph, x0, x1, line height)`` of every
+    text row, rows top to bottom (a row: segments sharing a baseline band;
+    a row without a wide gap is in the list too, empty, as it breaks strips)."""
+    placed = sorted(((s.boxes[0][1] + s.boxes[0][3]) / 2, max(b[3] - b[1] for b in s.boxes), i)
+                    for i, s in enumerate(segments) if s.boxes)
+    rows: list[list[tuple[int, int, float, float, float]]] = []
+    last_cy = None
+    for cy, h, i in placed:
+        if last_cy is None or cy - last_cy > 0.5 * h:
+            rows.append([])
+        last_cy = cy
+        rows[-1].extend((i, k, x0, x1, h) for k, x0, x1 in segments[i].wide_gaps())
+    return rows
+
+
+def _strip_rows(rows: list[list[tuple[int, int, float, float, float]]], at: int, x0: float, x1: float,
+                narrowest: float) -> int:
+    """How many consecutive rows around row ``at`` a strip of whitespace
+    starting as ``[x0, x1]`` runs through, staying at least ``narrowest`` wide."""
+    count = 1
+    for step in (-1, 1):
+        lo, hi, r = x0, x1, at + step
+        while 0 <= r < len(rows):
+            best = max(((max(lo, g0), min(hi, g1)) for _, _, g0, g1, _ in rows[r]), key=lambda s: s[1] - s[0],
+                       default=None)
+            if best is None or best[1] - best[0] < narrowest:
+                break
+            lo, hi = best
+            count += 1
+            r += step
+    return count
 
 
 class _SegmentBuilder:

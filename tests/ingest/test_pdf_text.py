@@ -79,7 +79,8 @@ def test_a_table_written_one_line_per_row_is_cut_at_its_column_channels() -> Non
     # heights: under the 20 pt segment gap), ragged, yet with whitespace running down between them
     rows = [(("Revenue total", 50), ("12,418", 142), ("11,902", 194)),
             (("Cost of sales", 50), ("(7,311)", 140), ("(7,045)", 196)),
-            (("Gross profit.", 50), ("5,107", 144), ("4,857", 192))]
+            (("Gross profit.", 50), ("5,107", 144), ("4,857", 192)),
+            (("Net of taxes.", 50), ("4,002", 145), ("3,944", 193))]
     glyphs: list[Glyph] = []
     for n, row in enumerate(rows):
         glyphs += _row(list(row), 100 + 14 * n)
