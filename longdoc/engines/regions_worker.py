@@ -80,23 +80,43 @@ def _ort() -> dict[str, Any]:
 
 def _quiet_logs() -> None:
     """rapid-layout and rapid-table give each module logger a coloured
-    stderr handler unless it has one: give them one that forwards warnings
-    and up to this process's (JSON) handlers first."""
+    stderr handler unless it has one: give every one of their module
+    loggers one that forwards warnings and up to this process's (JSON)
+    handlers first. Their modules are imported to make the loggers,
+    except those that import torch or paddle for engines longdoc does not
+    use (importing torch took 1 s of every worker's start)."""
 
     class _ToRoot(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             logging.getLogger().handle(record)
 
+    names = {"RapidLayout", "RapidTable"}
     for package in ("rapid_layout", "rapid_table"):
-        module = importlib.import_module(package)
-        names = {package, "RapidLayout", "RapidTable"}
-        names |= {m.name for m in pkgutil.walk_packages(module.__path__, package + ".")}
-        for name in names:
-            handler = _ToRoot()
-            handler.setLevel(logging.WARNING)
-            logger = logging.getLogger(name)
-            logger.handlers[:] = [handler]
-            logger.propagate = False
+        names |= set(_modules(package))
+    for name in names:
+        handler = _ToRoot()
+        handler.setLevel(logging.WARNING)
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.propagate = False
+
+
+#: modules of the region packages left unimported: they import torch or paddle
+_SKIP = frozenset({"unitable", "torch", "paddle"})
+
+
+def _modules(package: str) -> list[str]:
+    """``package`` and its modules, imported (those of :data:`_SKIP` left out)."""
+    found = [package]
+    module = importlib.import_module(package)
+    for info in pkgutil.iter_modules(getattr(module, "__path__", []), package + "."):
+        if _SKIP & set(info.name.split(".")):
+            continue
+        try:
+            found += _modules(info.name) if info.ispkg else [importlib.import_module(info.name).__name__]
+        except Exception:  # an optional module whose own dependency is missing
+            continue
+    return found
 
 
 def analyze_page(image: np.ndarray) -> RawRegions:
