@@ -145,7 +145,12 @@ def _several_lines(glyphs: list[Glyph], height: float) -> bool:
 
 def rapid_recognizer(name: str) -> Any:
     """A recognizer by name: ``tiny``, ``small``, ``small-int8``, optionally
-    ``@openvino`` (default ONNX Runtime), decoding with MarginDecode."""
+    ``@openvino`` (default ONNX Runtime), decoding with MarginDecode; or
+    ``cascade`` (tiny on ONNX Runtime, small on OpenVINO: the engine's
+    CascadeRecognizer as on this machine's runtimes)."""
+    if name == "cascade":
+        from longdoc.engines.cascade import CascadeRecognizer
+        return CascadeRecognizer(_plain("tiny"), accurate=_plain("small@openvino"))
     from rapidocr import RapidOCR
 
     from longdoc.engines import backends, ctc, int8, model_files
@@ -160,6 +165,21 @@ def rapid_recognizer(name: str) -> Any:
         path = str(int8.ensure())
     params = {**DEFAULT_PARAMS, **backends.engine_config(1), **backends.rec_params(runtime, path, keys)}
     return ctc.install(RapidOCR(params=params)._load_rec_model())
+
+
+def _plain(name: str) -> Any:
+    """The RapidOCR recognizer ``name`` without MarginDecode (the cascade installs it)."""
+    from rapidocr import RapidOCR
+
+    from longdoc.engines import backends, model_files
+    from longdoc.engines.rapidocr_worker import DEFAULT_PARAMS
+
+    model, _, runtime = name.partition("@")
+    path = keys = None
+    if model == "tiny":
+        path, keys = (str(p) for p in model_files.tiny_recognizer())
+    params = {**DEFAULT_PARAMS, **backends.engine_config(1), **backends.rec_params(runtime or "onnxruntime", path, keys)}
+    return RapidOCR(params=params)._load_rec_model()
 
 
 def read_rapid(rec: Any, crops: list[np.ndarray]) -> list[tuple[str, float, Any]]:
@@ -210,31 +230,34 @@ _DIGITS = re.compile(r"\d{4,}")
 
 
 def rules() -> dict[str, Any]:
-    def current(t, r):
-        return r.mean < 0.96 or bool(_DIGITS.search(t))
+    """The cascade's rule (:func:`longdoc.engines.cascade.needs_recheck`), each of its parts alone and
+    left out, and other bars: what each costs (lines re-read) and gives (CER)."""
+    from longdoc.engines import cascade
 
-    out = {"none": lambda t, r: False, "all": lambda t, r: True, "current": current}
-    for bar in (0.5, 0.7, 0.8, 0.9):
-        out[f"min prob<{bar}"] = (lambda b: lambda t, r: min(r.probs, default=0) < b)(bar)
-    for bar in (0.3, 0.5, 0.7):
-        out[f"min margin<{bar}"] = (lambda b: lambda t, r: r.min_margin < b)(bar)
-    def ink(r, field):
-        vals = [v for v, ch in zip(getattr(r, field), r.text) if not ch.isspace()]
-        return min(vals, default=0.0)
-    for bar in (0.5, 0.7, 0.8, 0.9):
-        out[f"ink prob<{bar}"] = (lambda b: lambda t, r: ink(r, "probs") < b)(bar)
-    for bar in (0.2, 0.4, 0.6):
-        out[f"ink margin<{bar}"] = (lambda b: lambda t, r: ink(r, "margins") < b)(bar)
-        out[f"current|ink margin<{bar}|mixed|flip"] = (lambda b: lambda t, r: current(t, r) or ink(r, "margins") < b
-                                                        or bool(_MIXED.search(t)) or bool(_CASE_FLIP.search(t)))(bar)
-    out["mixed token"] = lambda t, r: bool(_MIXED.search(t))
-    out["case flip"] = lambda t, r: bool(_CASE_FLIP.search(t))
-    for bar in (0.5, 0.7):
-        out[f"current|margin<{bar}"] = (lambda b: lambda t, r: current(t, r) or r.min_margin < b)(bar)
-        out[f"current|margin<{bar}|mixed|flip"] = (lambda b: lambda t, r: current(t, r) or r.min_margin < b
-                                                   or bool(_MIXED.search(t)) or bool(_CASE_FLIP.search(t)))(bar)
-        out[f"margin<{bar}|digits|mixed|flip"] = (lambda b: lambda t, r: r.min_margin < b or bool(_DIGITS.search(t))
-                                                   or bool(_MIXED.search(t)) or bool(_CASE_FLIP.search(t)))(bar)
+    def parts(t, r, margin=cascade.MARGIN_BELOW, below=cascade.DEFAULT_BELOW):
+        return {
+            "mean": not t.strip() or r.mean < below,
+            "margin": any(m < margin for m, ch in zip(r.margins, t) if not ch.isspace()),
+            "digits": bool(cascade.DIGIT_RUN.search(t)),
+            "mixed": bool(cascade.MIXED_TOKEN.search(t)),
+            "case": bool(cascade.CASE_FLIP.search(t)),
+            "code": sum(ch in "{}[]()<>=;\\_|#$%&*~" for ch in t) >= 0.08 * len(t),
+        }
+
+    def rule(t, r, **bars):
+        return any(v for k, v in parts(t, r, **bars).items() if k != "code")
+
+    out: dict[str, Any] = {"none": lambda t, r: False, "all": lambda t, r: True, "cascade": rule,
+                           "cascade + code punctuation": lambda t, r: any(parts(t, r).values())}
+    for name in ("mean", "margin", "digits", "mixed", "case", "code"):
+        out[f"only {name}"] = (lambda n: lambda t, r: parts(t, r)[n])(name)
+    for name in ("mean", "margin", "digits", "mixed", "case"):
+        out[f"without {name}"] = (lambda n: lambda t, r: any(v for k, v in parts(t, r).items()
+                                                             if k not in (n, "code")))(name)
+    for bar in (0.05, 0.1, 0.3):
+        out[f"margin bar {bar}"] = (lambda b: lambda t, r: rule(t, r, margin=b))(bar)
+    for bar in (0.93, 0.95):
+        out[f"mean bar {bar}"] = (lambda b: lambda t, r: rule(t, r, below=b))(bar)
     return out
 
 

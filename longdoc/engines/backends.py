@@ -106,15 +106,18 @@ Candidates = dict[str, dict[str, dict[str, Any]]]
 
 
 def choose(asked: str, threads: int, roles: Sequence[str], candidates: Callable[[], Candidates],
-           models: Sequence[str | None] = ()) -> tuple[dict[str, Backend], str]:
+           models: Sequence[str | None] = (), probe: Callable[..., dict[str, dict[str, float]]] | None = None
+           ) -> tuple[dict[str, Backend], str]:
     """The runtime of each of ``roles`` for ``asked`` (auto, onnxruntime,
     openvino), and why: ``asked``, ``measured``, ``remembered``, ``only one
     installed`` or ``timing failed``. ``candidates()`` gives, per role, the
     settings that run its model on each runtime (called only when timing);
     ``models``: the model files the roles read (their hashes are part of
-    what the choice is remembered under). Per role, OpenVINO is kept only
-    when it ran :data:`OPENVINO_MARGIN` faster: it compiles its models at
-    every start."""
+    what the choice is remembered under); ``probe(candidates, owner_pid)``
+    times them in a worker process (default: RapidOCR's models,
+    :func:`~longdoc.engines.rapidocr_worker.time_roles`). Per role, OpenVINO
+    is kept only when it ran :data:`OPENVINO_MARGIN` faster: it compiles its
+    models at every start."""
     if asked in BACKENDS:
         if not available(asked):
             raise EngineUnavailable(f"inference.backend is {asked!r} but the `{asked}` package is not installed.",
@@ -127,7 +130,7 @@ def choose(asked: str, threads: int, roles: Sequence[str], candidates: Callable[
     if remembered and set(remembered.get("runtimes", {})) == set(roles) and \
             all(b in BACKENDS for b in remembered["runtimes"].values()):
         return remembered["runtimes"], "remembered"
-    seconds = _probe(candidates())
+    seconds = _probe(candidates(), probe)
     if set(seconds) != set(roles):
         return {role: "onnxruntime" for role in roles}, "timing failed"
     runtimes = {role: faster(seconds[role]) for role in roles}
@@ -161,12 +164,13 @@ def cache_dir() -> Path:
     return Path(base) / "longdoc"
 
 
-def _probe(candidates: Candidates) -> dict[str, dict[str, float]]:
-    from longdoc.engines import rapidocr_worker
-
+def _probe(candidates: Candidates, probe: Callable[..., dict[str, dict[str, float]]] | None
+           ) -> dict[str, dict[str, float]]:
+    if probe is None:
+        from longdoc.engines.rapidocr_worker import time_roles as probe
     try:
         with ProcessPoolExecutor(1, mp_context=procs.context()) as pool:
-            future = pool.submit(rapidocr_worker.time_roles, candidates, os.getpid())
+            future = pool.submit(probe, candidates, os.getpid())
             return future.result(timeout=PROBE_TIMEOUT_S)
     except Exception as exc:  # a backend that fails to build or run loses
         log.warning("backend timing failed", extra={"error": f"{type(exc).__name__}: {exc}"})

@@ -8,6 +8,7 @@ recognizes one page image per call and returns plain, cheaply pickled values
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import time
@@ -71,28 +72,36 @@ def build_ocr(params: dict[str, Any], recheck: RecheckPlan | None = None) -> Any
     from rapidocr import RapidOCR
 
     _adopt_rapidocr_logger()
-    _cache_openvino_models()
+    cache_openvino_models()
     ocr = RapidOCR(params=params)
     attach(ocr, recheck)
     run_ocr(ocr, warm_up_image())
     return ocr
 
 
-def _cache_openvino_models() -> None:
-    """Make RapidOCR's OpenVINO sessions keep their compiled models in
-    ``<cache folder>/openvino`` (:func:`~longdoc.engines.backends.cache_dir`):
-    OpenVINO compiles every model at every start (~1 s per model and
-    worker), and reads a cached compilation back in a fraction of that.
-    RapidOCR 3.10 creates its ``openvino.Core`` itself with no way to set a
-    cache, so the ``Core`` its OpenVINO session module uses is replaced by
-    one that sets ``CACHE_DIR`` (in this process only). Without OpenVINO,
-    or with a read-only cache folder, nothing changes."""
+#: RapidOCR's OpenVINO session module (whose ``Core`` :func:`cache_openvino_models` replaces)
+RAPIDOCR_OPENVINO = "rapidocr.inference_engine.openvino.main"
+
+
+def cache_openvino_models(module: str = RAPIDOCR_OPENVINO, precision: str | None = None) -> None:
+    """Make the OpenVINO sessions of ``module`` (a library's OpenVINO
+    session module) keep their compiled models in ``<cache folder>/openvino``
+    (:func:`~longdoc.engines.backends.cache_dir`) and, with ``precision``
+    (``"f32"``), compute at that precision. OpenVINO compiles every model at
+    every start (~1 s per model and worker) and reads a cached compilation
+    back in a fraction of that; on processors with AMX or AVX-512 BF16 it
+    computes in bfloat16 unless told otherwise, which moved the layout
+    model's boxes enough to change a page's reading order. RapidOCR 3.10
+    and rapid-layout 1.2 create their ``openvino.Core`` themselves with no
+    way to set either, so the ``Core`` their session module uses is replaced
+    by one that does (in this process only). Without OpenVINO or the
+    module, or with a read-only cache folder, nothing changes."""
     try:
         import openvino
-        import rapidocr.inference_engine.openvino.main as ov_session
+        session = importlib.import_module(module)
     except ImportError:
         return
-    if getattr(ov_session.Core, "longdoc_cache", False):
+    if getattr(session.Core, "longdoc_cache", False):
         return
     from longdoc.engines.backends import cache_dir
 
@@ -108,8 +117,10 @@ def _cache_openvino_models() -> None:
         def __init__(self) -> None:
             super().__init__()
             self.set_property({"CACHE_DIR": str(folder)})
+            if precision:
+                self.set_property("CPU", {"INFERENCE_PRECISION_HINT": precision})
 
-    ov_session.Core = CachingCore
+    session.Core = CachingCore
 
 
 def init_worker(params: dict[str, Any], owner_pid: int | None = None, recheck: RecheckPlan | None = None) -> None:

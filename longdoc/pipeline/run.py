@@ -147,7 +147,7 @@ class Pipeline:
         with self._lock:
             if self._regions is None:
                 inf = self.settings.inference
-                self._regions = RegionDetector(inf.effective_workers(), inf.table_model_path)
+                self._regions = RegionDetector(inf.effective_workers(), inf.table_model_path, backend=inf.backend)
             return self._regions
 
     def close(self) -> None:
