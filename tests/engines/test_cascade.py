@@ -73,14 +73,14 @@ def test_sure_lines_are_kept_and_unsure_lines_or_long_numbers_are_read_again():
     assert needs_recheck(_reading(""), 0.96)  # a line tiny could not read at all
 
 
-def test_codes_doubts_and_code_are_read_again():
+def test_codes_and_doubts_are_read_again():
     assert needs_recheck(_reading("The harbour master kept a ledger", doubt=5))  # tiny hesitated on one letter
     assert not needs_recheck(_reading("The harbour master kept a ledger", doubt=3))  # ... not on a space
     assert needs_recheck(_reading("Part number PN-4471-AX3 in stock"))  # letters and digits in one token
     assert needs_recheck(_reading("x0 and y0 are the origin"))
     assert needs_recheck(_reading("Licence key QZX2wQ"))  # a case change inside a word
     assert needs_recheck(_reading("Key TOKxBCD"))
-    assert needs_recheck(_reading("if (a[i] == b) { c = d; }"))  # code punctuation
+    assert not needs_recheck(_reading("if (a[i] == b) { c = d; }"))  # code punctuation alone: tiny reads it as well
     assert not needs_recheck(_reading("A plain sentence, with (some) punctuation."))
 
 
