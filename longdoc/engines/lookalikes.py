@@ -25,15 +25,16 @@ frame it was read at, :class:`~longdoc.engines.ctc.LineReading`), then
 - else, in proportional type (not ``fixed``: a monospace O and 0 share a
   cell and nearly an outline), by width: when the line's round glyphs come
   in two widths (:data:`TWO_KINDS` apart), the wide ones are ``O`` and the
-  narrow ones ``0``; when they are all alike and the line has other digits
-  (``2``–``9``) to compare with, a blob at most :data:`ZERO_WIDTH` of their
-  median width is a ``0``, at least :data:`O_WIDTH` an ``O`` (an ``o``
-  whose blob is as tall as the token's capitals is an ``O``, a zero when
-  narrow);
+  narrow ones ``0``; when they are all alike, by shape against the digits
+  ``2``–``9`` that stand alone in the line (else on the page): a blob whose
+  width over height is at most :data:`ZERO_WIDTH` of theirs is a ``0``, at
+  least :data:`O_WIDTH` an ``O`` (an ``o`` whose blob is as tall as the
+  token's capitals is an ``O``, a zero when narrow);
 - anything else stays as read, as does a glyph whose blob it shares with
   a neighbour (touching glyphs: its width says nothing).
 
-The same tokens (and words whose case flips inside, ``rUwgvdpaDB``) get
+A hexadecimal literal's prefix is a zero (``Ox7F3A`` → ``0x7F3A``). The
+same tokens (and words whose case flips inside, ``rUwgvdpaDB``) get
 the case of their *twins* — ``c o s u v w x z``, whose capitals are the
 small letters drawn larger — from the glyph's height against the line's
 capitals and small letters.
@@ -71,6 +72,8 @@ O_WIDTH = 1.45
 #: a blob at least this share of the token's capitals' height is not lower case
 TALL = 0.85
 _TOKEN = re.compile(r"\S+")
+#: a hexadecimal literal: its prefix is a zero, whatever the glyph looked like
+_HEX_PREFIX = re.compile(r"(^|[\s(\[{=,:;])[Oo]x(?=[0-9A-Fa-f]{2,}\b)")
 
 
 @dataclass(frozen=True)
@@ -127,11 +130,25 @@ def marks_zeros(crop: np.ndarray, reading: LineReading) -> bool:
     return False
 
 
-def settle(crop: np.ndarray, reading: LineReading, *, fixed: bool = False, marks_zero: bool = False) -> str:
+def digit_aspects(crop: np.ndarray, reading: LineReading) -> list[float]:
+    """Width over height of the line's digits ``2``-``9`` that stand alone
+    (a blob of their own): a font's digit shape, to tell a ``0`` from an
+    ``O`` on lines without digits of their own."""
+    if not WIDTH_DIGITS & set(reading.text) or len(reading.cols) != len(reading.text):
+        return []
+    found = blobs(crop)
+    at = [_at(found, p * crop.shape[1], crop.shape[0]) for p in reading.positions()]
+    return [b.w / b.h for i, (ch, b) in enumerate(zip(reading.text, at))
+            if ch in WIDTH_DIGITS and b is not None and b.h and not _shared(reading.text, at, i)]
+
+
+def settle(crop: np.ndarray, reading: LineReading, *, fixed: bool = False, marks_zero: bool = False,
+           digit_aspect: float | None = None) -> str:
     """``reading.text`` with each ``O``/``0``/``o`` of a code-like token read
     by its glyph (see the module docstring); ``fixed``: the line is set in
     a fixed-pitch font; ``marks_zero``: another fixed-pitch line of the page
-    shows a marked zero."""
+    shows a marked zero; ``digit_aspect``: the page's digits' width over
+    height (:func:`digit_aspects`), for a line with no digits of its own."""
     text = reading.text
     if not ROUND & set(text) or len(reading.cols) != len(text):
         return text
@@ -141,8 +158,13 @@ def settle(crop: np.ndarray, reading: LineReading, *, fixed: bool = False, marks
         return text
     found = blobs(crop)
     at = [_at(found, p * crop.shape[1], crop.shape[0]) for p in reading.positions()]
-    digit_widths = [b.w for ch, b in zip(text, at) if ch in WIDTH_DIGITS and b is not None]
-    digit = None if fixed or not digit_widths else median(digit_widths)
+    own = [b for i, (ch, b) in enumerate(zip(text, at))
+           if ch in WIDTH_DIGITS and b is not None and b.h and not _shared(text, at, i)]
+    digit: tuple[str, float] | None = None
+    if not fixed and own:
+        digit = ("width", median(b.w for b in own))
+    elif not fixed and digit_aspect:
+        digit = ("aspect", digit_aspect)
     marked = {i for i, (ch, b) in enumerate(zip(text, at)) if ch in ROUND and b is not None and _marked(b, found)}
     font_marks = bool(marked) or (fixed and marks_zero)
     rounds = [b.w for i, (ch, b) in enumerate(zip(text, at)) if ch in "O0" and b is not None and not _shared(text, at, i)]
@@ -165,7 +187,7 @@ def settle(crop: np.ndarray, reading: LineReading, *, fixed: bool = False, marks
                 chars[i] = "O" if blob.w > split else "0"
             else:
                 chars[i] = _by_width(text[i], blob, digit)
-    return _cases("".join(chars), at)
+    return _HEX_PREFIX.sub(r"\g<1>0x", _cases("".join(chars), at))
 
 
 def _cases(text: str, at: list[Blob | None]) -> str:
@@ -210,11 +232,15 @@ def _marked(blob: Blob, found: list[Blob]) -> bool:
     return any(blob.holds(other) for other in found)
 
 
-def _by_width(read: str, blob: Blob, digit: float | None) -> str:
-    if digit is None:
+def _by_width(read: str, blob: Blob, digit: tuple[str, float] | None) -> str:
+    """By the blob's width against the line's digits' (``("width", px)``),
+    or its width over height against the page's (``("aspect", ratio)``)."""
+    if digit is None or not blob.h:
         return read
-    if blob.w <= ZERO_WIDTH * digit:
+    measure, reference = digit
+    value = blob.w if measure == "width" else blob.w / blob.h
+    if value <= ZERO_WIDTH * reference:
         return "0"
-    if blob.w >= O_WIDTH * digit:
+    if value >= O_WIDTH * reference:
         return "O"
     return read

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -287,11 +288,15 @@ def _lines_by_glyph(image: np.ndarray, quads: list[list[list[float]]], texts: li
           for r, t in zip(list(readings) + [None] * (len(texts) - len(readings)), texts)]
     marks_zero = any(g is not None and r is not None and lookalikes.marks_zeros(c, r)
                      for c, g, r in zip(crops, grids, ok))
+    aspects = [a for c, g, r in zip(crops, grids, ok) if g is None and r is not None
+               for a in lookalikes.digit_aspects(c, r)]
+    digit_aspect = statistics.median(aspects) if aspects else None
     out, pitches = list(texts), [None] * len(texts)
     for i, (crop, grid, reading) in enumerate(zip(crops, grids, ok)):
         text = texts[i]
         if reading is not None:
-            text = lookalikes.settle(crop, reading, fixed=grid is not None, marks_zero=marks_zero)
+            text = lookalikes.settle(crop, reading, fixed=grid is not None, marks_zero=marks_zero,
+                                     digit_aspect=digit_aspect)
         if grid is not None:
             text, pitches[i] = pitch.respaced(text, grid), grid.grid.pitch
         out[i] = text
