@@ -17,7 +17,12 @@ rasterize           image-only PDF of a document (same page sizes, no text layer
 to_tiff / to_png    multi-page TIFF / single-page PNG
 ==================  =========================================================
 
-Fonts: DejaVu Sans (fonts-dejavu-core) and WenQuanYi Micro Hei
+Pages of the kinds real manuals hold (a contents page, an index, a figure
+with labels, old books' running heads and folios) are in
+:mod:`tests.docgen.manuals`; layouts for reading quality (tables, a figure
+inside two columns, furniture) in :mod:`tests.docgen.layouts`.
+
+Fonts: DejaVu Sans and Serif (fonts-dejavu-core) and WenQuanYi Micro Hei
 (fonts-wqy-microhei, a .ttc that fpdf2 2.8 embeds directly).
 """
 
