@@ -120,8 +120,9 @@ def run_ocr(ocr: Any, image: np.ndarray, *, upright: bool = True) -> RawPage:
     characters wins and its ``rotation`` is reported. Upright pages cost one
     pass as before.
 
-    Runs of a repeated symbol at a line's end or start are then counted
-    again from the image (:mod:`~longdoc.engines.symbol_runs`).
+    Runs of a repeated symbol at a line's end or start, and leader dots,
+    are then counted again from the image (:mod:`~longdoc.engines.symbol_runs`;
+    a line's quad then reaches its last leader dot).
 
     Raises ``ValueError`` for an image of the wrong shape or type; whatever
     RapidOCR raises passes through (the caller fails the page).
@@ -135,7 +136,7 @@ def run_ocr(ocr: Any, image: np.ndarray, *, upright: bool = True) -> RawPage:
             candidate = _read(ocr, image, rotation)
             if _better(candidate, best):
                 best = candidate
-    best.texts = recount_runs(_turned(image, best.rotation), best.quads, best.texts)
+    best.texts, best.quads = recount_runs(_turned(image, best.rotation), best.quads, best.texts)
     best.seconds = time.perf_counter() - t0
     best.lines_read, best.rechecked = (now - before for now, before in zip(_counts(ocr), counts))
     return best
