@@ -1,0 +1,85 @@
+"""Contents and index entries: a line ending in a page number, set off by
+leaders or a wide gap, one entry per line of one LIST block."""
+
+from __future__ import annotations
+
+import pytest
+
+from longdoc.layout import layout_page
+from longdoc.layout.contents import entry_row
+from longdoc.layout.geometry import LineBox
+from longdoc.model import BlockKind
+
+from .synth import CHAR_W, PARAGRAPHS, PITCH, SIZE, Column, line, page_of
+
+H = SIZE  # the synthetic pages' line height
+
+
+def _row(*parts: tuple[str, float]) -> list[LineBox]:
+    """A row of fragments, each (text, x0)."""
+    return [LineBox.of(i, line(text, x0, 200.0)) for i, (text, x0) in enumerate(parts)]
+
+
+@pytest.mark.parametrize(
+    ("parts", "entry"),
+    [
+        ((("2.1 Old versions . . . . . . . . . .", 88.0), ("4", 520.0)), True),  # leaders, the number boxed apart
+        ((("2.2 Describing argument types .", 88.0), ("2", 520.0)), True),  # leaders read short, a wide gap
+        ((("3 Copying and showing commands", 72.0), ("16", 515.0)), True),  # a wide gap only
+        ((("1.1", 88.0), ("The Layers Below TikZ", 118.0), ("27", 518.0)), True),  # its number boxed apart too
+        ((("Preface . . . . . . . . . . . . . . . vii", 88.0),), True),  # a roman page number
+        ((("\\@tempa . 60, 79, 86–", 72.0),), True),  # an index entry
+        ((("\\@dimen@ p349, p354", 72.0),), False),  # references that are no page numbers
+        ((("Northern", 72.0), ("Spare parts", 200.0), ("214", 420.0)), False),  # a table row: two wide gaps
+        ((("In 1887 the ledger recorded 412 arrivals and 9", 72.0),), False),  # prose ending in a number
+        ((("Old versions", 88.0), ("Describing", 300.0)), False),  # two fragments, no number
+    ],
+)
+def test_entry_rows(parts, entry):
+    assert entry_row(_row(*parts), H, CHAR_W) is entry
+
+
+def test_a_text_layer_row_joined_across_its_gap_is_an_entry_by_its_width():
+    joined = LineBox.of(0, line("1 Introduction 2", 72.0, 200.0, 540.0))  # 16 characters over the text width
+    prose = LineBox.of(1, line("The harbour master kept a ledger of 1887", 72.0, 220.0))
+    assert entry_row([joined], H, CHAR_W) and not entry_row([prose], H, CHAR_W)
+
+
+def _contents_page():
+    """A paragraph, then entries (OCR fragments: words with leaders, the
+    number at the right edge), one of them wrapped over two lines."""
+    col = Column((72.0, 540.0), 90.0)
+    col.paragraph(PARAGRAPHS[0])
+    col.y += 20
+    rows = [("1 Introduction", 72.0, "1"), ("1.1 Old versions . . . . . . . . . . . .", 88.0, "2"),
+            ("1.2 Checking the configuration of a new installation against the", 88.0, None),
+            ("defaults shipped with the distribution . . . . . . . .", 110.0, "14"),
+            ("2 Case changing", 72.0, "33")]
+    lines = list(col.lines)
+    for text, x0, folio in rows:
+        lines.append(line(text, x0, col.y))
+        if folio is not None:
+            lines.append(line(folio, 540.0 - CHAR_W * len(folio), col.y))
+        col.y += PITCH
+    return page_of(lines)
+
+
+def test_consecutive_entries_are_one_list_one_entry_per_line():
+    blocks = layout_page(_contents_page(), {})
+    assert [b.kind for b in blocks] == [BlockKind.PARAGRAPH, BlockKind.LIST]
+    assert blocks[1].text.split("\n") == [
+        "1 Introduction 1",
+        "1.1 Old versions . . . . . . . . . . . . 2",
+        "1.2 Checking the configuration of a new installation against the defaults shipped with the distribution"
+        " . . . . . . . . 14",
+        "2 Case changing 33",
+    ]
+
+
+def test_a_single_line_ending_in_a_number_is_no_list():
+    col = Column((72.0, 540.0), 90.0)
+    col.paragraph(PARAGRAPHS[0])
+    col.y += 20
+    lines = [*col.lines, line("Total", 72.0, col.y), line("12", 520.0, col.y)]
+    blocks = layout_page(page_of(lines), {})
+    assert BlockKind.LIST not in {b.kind for b in blocks}
