@@ -28,8 +28,9 @@ Lines in the same row (OCR fragments of one line) always continue.
 **one LIST block whose text has one line per item**, markers kept as
 printed; two or more consecutive contents entries form one such LIST
 too, see :func:`classify`), HEADING (numbered on its own line → level =
-number of parts, or noticeably taller than the body text → level by size),
-TITLE (on page 1
+number of parts, or noticeably taller than the body text → level by size;
+a line whose box alone is taller, running on as body text, is no
+heading: :func:`_runs_on_as_body`), TITLE (on page 1
 only: the tallest of the headings that come before any other text, in the
 top third of the page, at least 1.5 × body size),
 PARAGRAPH otherwise. :func:`join_across_columns` then merges a paragraph
@@ -64,6 +65,12 @@ PARA_PITCH_FACTOR = 1.45
 INDENT_LINES = 0.6
 SHORT_LINE_FRACTION = 0.15
 SENTENCE_SHORT_FRACTION = 0.35
+#: a line with a tall box runs on as body text when the next is at most this
+#: many body pitches below, the upper one is this share of the body's line
+#: width, and the tall one's characters are within this share of the body's
+RUN_ON_PITCH = 1.2
+FULL_LINE = 0.75
+SAME_CHAR_WIDTH = 0.2
 #: the line of a wrapped contents entry that carries its page number is at
 #: most this many line heights below the entry's first line
 WRAP_STEP_LINES = 1.6
@@ -181,14 +188,33 @@ def _wraps_to(block: list[LineBox], prev: LineBox, l: LineBox, m: Metrics) -> bo
 
 def _follows(block: list[LineBox], prev: LineBox, l: LineBox, m: Metrics) -> bool:
     """``l`` is the next line down in the same column, of the same size
-    class, without a paragraph gap."""
+    class (or running on from ``prev`` as body text does,
+    :func:`_runs_on_as_body`), without a paragraph gap."""
     x0, x1 = min(b.x0 for b in block), max(b.x1 for b in block)
     if l.cy <= prev.cy or min(x1, l.x1) <= max(x0, l.x0):
         return False
     if m.tall(prev) != m.tall(l):
-        return False
+        return _runs_on_as_body(prev, l, m)
     scale = max(prev.size, l.size) / m.size if m.tall(l) else 1.0
     return l.cy - prev.cy <= scale * max(PARA_PITCH_FACTOR * m.pitch, m.pitch + 0.5 * m.line_height)
+
+
+def _runs_on_as_body(upper: LineBox, lower: LineBox, m: Metrics) -> bool:
+    """Two lines of which one has a taller box than the body's are still
+    one paragraph's lines when nothing but the box says otherwise: the
+    lower one is at the body's pitch below (:data:`RUN_ON_PITCH`; type set
+    larger needs more room), both start at the same left edge, the upper
+    one is a full line (:data:`FULL_LINE` of the body's width) that does not
+    end a sentence, and the taller one's characters are as wide as the
+    body's (:data:`SAME_CHAR_WIDTH`; larger type has wider ones). An OCR box
+    drawn loose around a line with tall letters, or a scan's first line of a
+    column, is not a heading."""
+    tall = upper if m.tall(upper) else lower
+    chars = len(tall.text.strip())
+    same_type = m.char_width > 0 and chars >= 8 and abs(tall.w / chars - m.char_width) <= SAME_CHAR_WIDTH * m.char_width
+    return (same_type and lower.cy - upper.cy <= RUN_ON_PITCH * m.pitch
+            and abs(lower.x0 - upper.x0) <= INDENT_LINES * m.line_height
+            and upper.w >= FULL_LINE * m.line_width and not ends_sentence(upper.text))
 
 
 def _opens_block(block: list[LineBox], row: list[LineBox], prev: LineBox, l: LineBox, m: Metrics) -> bool:
