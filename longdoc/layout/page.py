@@ -62,7 +62,9 @@ def layout_page(rec: Page, furniture: dict[int, BlockKind], *, exact_lines: bool
     Regions from the layout model (``rec.regions``) take their tables,
     figures and captions out of the body first (:mod:`~longdoc.layout.floats`):
     a TABLE block carries ``cells``; each float goes after the body block
-    above it in its column.
+    above it in its column. The lines of a table region whose grid does not
+    fit them, and running text in a figure region, stay in the body and are
+    read column by column.
     Blank lines are dropped; an empty page gives ``[]``. Block text comes
     from :func:`~longdoc.layout.text.join_lines` (LIST: one line per item).
     """
@@ -71,16 +73,18 @@ def layout_page(rec: Page, furniture: dict[int, BlockKind], *, exact_lines: bool
         return []
     furn = sorted((l for l in lines if l.idx in furniture), key=lambda l: (l.y0, l.x0))
     body = [l for l in lines if l.idx not in furniture]
-    floats, body = take_floats(body, rec.regions, typical_line_height(lines))
-    flow = place_floats(_body(rec, body, exact_lines), floats, typical_line_height(lines))
+    floats, body, columnar = take_floats(body, rec.regions, typical_line_height(lines))
+    flow = place_floats(_body(rec, body, exact_lines, columnar), floats, typical_line_height(lines))
     mid = rec.height / 2
     top = [_furniture_draft(l, furniture) for l in furn if l.cy < mid]
     bottom = [_furniture_draft(l, furniture) for l in furn if l.cy >= mid]
     return _number([*top, *flow, *bottom], rec.number)
 
 
-def _body(rec: Page, body: list[LineBox], exact_lines: bool) -> list[Draft]:
-    """The body's blocks in reading order (the steps in the module docstring)."""
+def _body(rec: Page, body: list[LineBox], exact_lines: bool, columnar: set[int]) -> list[Draft]:
+    """The body's blocks in reading order (the steps in the module
+    docstring); lines in ``columnar`` (indexes) are text in columns, never
+    a table read row by row."""
     if not body:
         return []
     body = depad(body, typical_line_height(body))
@@ -97,7 +101,7 @@ def _body(rec: Page, body: list[LineBox], exact_lines: bool) -> list[Draft]:
     regular = [l for l in flowing if l.idx not in oversized]
     if not exact_lines:  # an OCR line merged across a gutter is split there
         regular = mend(regular, find_gutters(regular, h), h, gutter)
-    ordered = reading_order(regular, gutter, min_column)
+    ordered = reading_order(regular, gutter, min_column, columnar)
     metrics = measure(ordered, h, rec.height, rec.number)
     main = join_across_columns(classify(segment(ordered, metrics), metrics))
     notes = [
