@@ -9,9 +9,9 @@
     \\@tempa . . . . . . . . . . . . . . 60, 79, 86–       an index entry
 
 A row (a line and the OCR fragments beside it) is an *entry row* when its
-text ends with a page reference (:data:`_REFS`: arabic or roman numbers,
-a list of them "60, 79, 86–") and the reference is set off from the
-entry's words:
+text ends with a page reference (``_REFS``: arabic or roman numbers, code
+lines as LaTeX's doc package numbers them, "x451", "aa12", a list of them
+"60, 79, 86–") and the reference is set off from the entry's words:
 
 - by leaders: two or more dots (spaced or solid), or one dot standing
   apart from the words (OCR reads leaders short);
@@ -23,6 +23,16 @@ entry's words:
   from the one before it (a table row has a gap between every two cells);
   a text layer that joined the row into one line shows the gap as a line
   much wider than its characters need (:data:`SPARSE_SHARE`).
+
+Before the reading order is found, an entry's words reach its references
+(:func:`close_entry_gaps`): a line ending with leaders reaches the next
+fragment of its row when that is near (leaders run up to the page number,
+and the narrow gap an OCR box leaves between them must not read as a column
+gutter, which would put the references of a few entries in a column after
+their names); in text the layout model took for a table or a picture (an
+index), a line reaches the next fragment of its row when that holds
+references only, however far (a doc-package index sets them at the
+column's right edge, no leaders between).
 
 The words before the reference must hold a letter. A row that ends with
 three leader dots or more after its words is an entry too: OCR sometimes
@@ -38,7 +48,9 @@ entry per line of its text.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+
+from dataclasses import replace
 
 from longdoc.layout.geometry import LineBox, same_row
 
@@ -48,11 +60,15 @@ ENTRY_GAP_LINES = 2.0
 #: entry gap) has a wide gap inside
 SPARSE_SHARE = 0.25
 
-_REF = r"(?:\d{1,4}|[ivxlcdm]{1,7}|[IVXLCDM]{1,7})"
+_REF = r"(?:[A-Za-z]{0,2}\d{1,4}|[ivxlcdm]{1,7}|[IVXLCDM]{1,7})"
 _REFS = rf"{_REF}(?:\s*[,–-]\s*{_REF})*[–-]?"
 #: words, leaders (two dots or more, or one standing apart), the reference
 _LEADERED = re.compile(rf"[^\W\d_].*?(?:(?:[.·…]\s*){{2,}}|\s[.·…]\s*){_REFS}\s*$")
 _REFERENCE = re.compile(rf"\s*(?:[.·…]\s*)*{_REFS}\s*")
+#: a line ending with a reference of its own
+_ENDS_WITH_A_REFERENCE = re.compile(rf"(?:^|[\s.,]){_REF}\s*[,–-]?\s*$")
+#: references alone, perhaps going on in the next row: "60, 79," "x451"
+_REFERENCE_LIST_PART = re.compile(rf"\s*(?:[.·…]\s*)*{_REFS}\s*,?\s*")
 #: words, then two references or more: "\\@tempa 60, 79, 86–"
 _REFERENCE_LIST = re.compile(rf"[^\W\d_].*?\s{_REF}(?:\s*,\s*{_REF})+[–-]?\s*$")
 _ENDS_WITH_REFERENCE = re.compile(rf"[^\W\d_].*\s{_REFS}\s*$")
@@ -62,6 +78,38 @@ _LEADERS_ONLY = re.compile(r"[^\W\d_].*?\s?(?:[.·]\s*){3,}$")
 _RUNS_ON = re.compile(rf"{_REF}\s*[,–-]$")
 #: an entry's number boxed apart from its title: "3", "2.1", "A.2", "IV."
 _NUMBER = re.compile(r"(?:\d{1,3}|[A-Z]|[IVXL]{1,5})(?:\.\d{1,3})*\.?")
+
+
+#: a line ending with leaders reaches the next fragment of its row this near
+LEADER_GAP_LINES = 2.0
+#: three leader dots or more at a line's end
+_ENDS_WITH_LEADERS = re.compile(r"(?:[.·]\s*){3,}$")
+
+
+def close_entry_gaps(lines: Sequence[LineBox], line_height: float, columnar: Collection[int] = ()) -> list[LineBox]:
+    """``lines`` with an entry's words stretched (their layout box, not
+    their ``line``) to the start of the next fragment of their row (the
+    nearest to the right, clear of it): a line
+    ending with leader dots when that fragment starts at most
+    :data:`LEADER_GAP_LINES` line heights after it; a line of words whose
+    ``idx`` is in ``columnar`` (text the layout model took for a table or a
+    picture), ending with no reference of its own, when that fragment holds
+    references only (a list going on in the next row included)."""
+    out = []
+    for l in lines:
+        nxt = min((o for o in lines if o is not l and same_row(o, l) and o.x0 > l.x0), key=lambda o: o.x0, default=None)
+        if nxt is not None and nxt.x0 > l.x1 and (
+                _ENDS_WITH_LEADERS.search(l.text.rstrip()) and nxt.x0 - l.x1 <= LEADER_GAP_LINES * line_height
+                or l.idx in columnar and _words_then_references(l, nxt)):
+            l = replace(l, x1=nxt.x0)
+        out.append(l)
+    return out
+
+
+def _words_then_references(words: LineBox, refs: LineBox) -> bool:
+    """``words`` end with words (no reference of their own) and ``refs``
+    holds references only."""
+    return bool(_REFERENCE_LIST_PART.fullmatch(refs.text)) and not _ENDS_WITH_A_REFERENCE.search(words.text)
 
 
 def entry_lines(ordered: Sequence[LineBox], line_height: float, char_width: float) -> set[int]:
@@ -90,9 +138,11 @@ def rows(ordered: Sequence[LineBox]) -> list[list[LineBox]]:
 
 
 def entry_row(row: Sequence[LineBox], line_height: float, char_width: float) -> bool:
-    """Whether ``row`` (its fragments, left to right) ends with a page
-    reference set off by leaders or a wide gap (see the module docstring)."""
-    row = sorted(row, key=lambda l: l.x0)
+    """Whether ``row`` (its fragments) ends with a page reference set off
+    by leaders or a wide gap (see the module docstring). Gaps and widths
+    are those of the boxes the engine drew (a layout box may have been
+    stretched over them, :func:`close_entry_gaps`)."""
+    row = sorted(row, key=lambda l: _span(l)[0])
     text = " ".join(l.text.strip() for l in row)
     if _LEADERED.search(text) or _LEADERS_ONLY.search(text) or _REFERENCE_LIST.search(text):
         return True
@@ -100,9 +150,15 @@ def entry_row(row: Sequence[LineBox], line_height: float, char_width: float) -> 
     if len(row) == 1:
         l = row[0]
         needed = len(l.text.strip()) * char_width
-        return bool(_ENDS_WITH_REFERENCE.search(l.text)) and l.w >= needed + max(gap, SPARSE_SHARE * needed)
+        width = _span(l)[1] - _span(l)[0]
+        return bool(_ENDS_WITH_REFERENCE.search(l.text)) and width >= needed + max(gap, SPARSE_SHARE * needed)
     *words, last = row
-    gaps = [b.x0 - a.x1 for a, b in zip(row, row[1:])]
+    gaps = [_span(b)[0] - _span(a)[1] for a, b in zip(row, row[1:])]
     inner = gaps[1:-1] if _NUMBER.fullmatch(words[0].text.strip()) else gaps[:-1]
     return (bool(_REFERENCE.fullmatch(last.text)) and gaps[-1] >= gap and all(g < gap for g in inner)
             and any(ch.isalpha() for l in words for ch in l.text))
+
+
+def _span(l: LineBox) -> tuple[float, float]:
+    """The line's extent across as the engine drew it."""
+    return min(l.line.bbox.x0, l.line.bbox.x1), max(l.line.bbox.x0, l.line.bbox.x1)

@@ -5,7 +5,7 @@
     lines ─► drop blank ─► furniture apart ─► floats apart (tables, figures,
              captions from the layout model's regions; see floats.py)
     body  ─► segments of a visual line rejoined ─► OCR padding off
-          ─► margin notes, oversized lines apart
+          ─► margin notes, oversized lines apart ─► entries reach their numbers
           ─► mend gutters (clip pokes, split merged lines) ─► XY-cut order
           ─► segment ─► classify ─► join across columns
           ─► place side notes and oversized lines ─► place floats
@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from longdoc.layout.blocks import Draft, classify, join_across_columns, measure, segment
+from longdoc.layout.contents import close_entry_gaps
 from longdoc.layout.floats import place_floats, take_floats
 from longdoc.layout.geometry import LineBox, depad, enclosing, norm_box, typical_line_height, v_overlap
 from longdoc.layout.gutters import find_gutters, mend
@@ -98,7 +99,7 @@ def _body(rec: Page, body: list[LineBox], exact_lines: bool, columnar: set[int])
     in_margin = {l.idx for strip in strips for l in strip}
     flowing = [l for l in body if l.idx not in in_margin]
     oversized = _oversized(flowing, h)
-    regular = [l for l in flowing if l.idx not in oversized]
+    regular = close_entry_gaps([l for l in flowing if l.idx not in oversized], h, columnar)
     if not exact_lines:  # an OCR line merged across a gutter is split there
         regular = mend(regular, find_gutters(regular, h), h, gutter)
     ordered = reading_order(regular, gutter, min_column, columnar)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from longdoc.layout import layout_page
-from longdoc.layout.contents import entry_row
+from longdoc.layout.contents import close_entry_gaps, entry_row
 from longdoc.layout.geometry import LineBox
 from longdoc.model import BlockKind
 
@@ -29,7 +29,8 @@ def _row(*parts: tuple[str, float]) -> list[LineBox]:
         ((("1.1", 88.0), ("The Layers Below TikZ", 118.0), ("27", 518.0)), True),  # its number boxed apart too
         ((("Preface . . . . . . . . . . . . . . . vii", 88.0),), True),  # a roman page number
         ((("\\@tempa . 60, 79, 86–", 72.0),), True),  # an index entry
-        ((("\\@dimen@ p349, p354", 72.0),), False),  # references that are no page numbers
+        ((("\\@dimen@ p349, p354, x12", 72.0),), True),  # code-line references (LaTeX's doc package)
+        ((("see also \\@tempa and \\@tempb", 72.0),), False),  # a cross-reference, no number
         ((("Northern", 72.0), ("Spare parts", 200.0), ("214", 420.0)), False),  # a table row: two wide gaps
         ((("In 1887 the ledger recorded 412 arrivals and 9", 72.0),), False),  # prose ending in a number
         ((("Old versions", 88.0), ("Describing", 300.0)), False),  # two fragments, no number
@@ -83,3 +84,19 @@ def test_a_single_line_ending_in_a_number_is_no_list():
     lines = [*col.lines, line("Total", 72.0, col.y), line("12", 520.0, col.y)]
     blocks = layout_page(page_of(lines), {})
     assert BlockKind.LIST not in {b.kind for b in blocks}
+
+
+def test_an_entrys_words_reach_its_references_but_never_the_next_column():
+    leaders = LineBox.of(0, line("2.1 Old versions . . . . . . . .", 88.0, 200.0))
+    number = LineBox.of(1, line("4", leaders.x1 + 1.5 * H, 200.0))
+    name = LineBox.of(2, line("\\@botlist", 300.0, 200.0))
+    refs = LineBox.of(3, line("b123, s320,", 400.0, 200.0))
+    other = LineBox.of(4, line("p532, b908", 480.0, 200.0))  # the next column's continued references
+    stretched = {l.idx: l for l in close_entry_gaps([leaders, number, name, refs, other], H, columnar={2, 3, 4})}
+    assert stretched[0].x1 == number.x0 and stretched[2].x1 == refs.x0  # no gutter inside an entry
+    assert stretched[3].x1 == refs.x1  # references reach no further
+    assert close_entry_gaps([name, refs], H)[0].x1 == name.x1  # outside a mistaken table or figure: as drawn
+    chapter = LineBox.of(5, line("3 Copying and showing commands", 72.0, 240.0))
+    folio = LineBox.of(6, line("16", 515.0, 240.0))
+    row = close_entry_gaps([chapter, folio], H, columnar={5, 6})
+    assert row[0].x1 == folio.x0 and entry_row(row, H, CHAR_W)  # the gap is measured on the engine's boxes
