@@ -179,10 +179,11 @@ def run_ocr(ocr: Any, image: np.ndarray, *, upright: bool = True) -> RawPage:
 
     Inside codes, each ``O``/``0`` is read by its glyph's shape
     (:mod:`~longdoc.engines.lookalikes`); lines set in a fixed-pitch font
-    get their spaces from the character
-    grid and their pitch (:mod:`~longdoc.engines.pitch`); runs of a
-    repeated symbol at a line's end or start are then counted again from
-    the image (:mod:`~longdoc.engines.symbol_runs`).
+    get their spaces from the character grid and their pitch
+    (:mod:`~longdoc.engines.pitch`); runs of a repeated symbol at a line's
+    end or start, and leader dots, are then counted again from the image
+    (:mod:`~longdoc.engines.symbol_runs`; a line's quad then reaches its
+    last leader dot).
 
     Raises ``ValueError`` for an image of the wrong shape or type; whatever
     RapidOCR raises passes through (the caller fails the page).
@@ -198,7 +199,7 @@ def run_ocr(ocr: Any, image: np.ndarray, *, upright: bool = True) -> RawPage:
                 best = candidate
     turned = _turned(image, best.rotation)
     best.texts, best.pitches = _lines_by_glyph(turned, best.quads, best.texts, best.readings)
-    best.texts = recount_runs(turned, best.quads, best.texts)
+    best.texts, best.quads = recount_runs(turned, best.quads, best.texts)
     best.readings = []
     best.seconds = time.perf_counter() - t0
     best.lines_read, best.rechecked = (now - before for now, before in zip(_counts(ocr), counts))

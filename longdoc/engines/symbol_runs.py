@@ -18,6 +18,25 @@ shortened. A line whose box stopped at its words while a rule of dashes
 goes on (three or more flat, thin marks at the line's middle, evenly
 spaced, starting right after the box) gets that rule. Underscores (one
 joined stroke) and runs inside a line are left as read.
+
+**Leaders.** A contents or index entry joins its words to its page number
+with leader dots, and OCR reads them short or not at all: ``2.2 Describing
+argument types .`` with ``2`` in a box of its own, the dots between never
+boxed. So for a line whose box ends with dots or has dots right after it,
+the dots after its words are counted in the image (:func:`_with_leaders`):
+a chain of equal, evenly spaced marks of a period's size (far smaller than
+a lowercase letter) in the lower half of the line's band, starting at the
+end of its words (inside the box or in the gap after it) and running
+towards the next box of the row, not past other ink, each dot level with
+the one before (a skewed scan's row climbs). With :data:`MIN_LEADER_DOTS`
+or more, the line's trailing dots are replaced by the chain as printed:
+spaced leaders as ``. . . .``, solid ones as ``....`` — spaced when the gap
+between two dots is more than :data:`SPACED_GAP` dot widths (a period and
+a space, or TeX's leader boxes, leave 3–5 dot widths between dots; periods
+set solid leave under 2, more than one dot width though, so "a gap wider
+than a dot" would not tell them apart). The line's quad is stretched to
+its last dot. A chain shorter than the dots read is left as read, and a
+line with no such chain keeps its text: no dot is invented.
 """
 
 from __future__ import annotations
@@ -44,6 +63,21 @@ SEEDS = 4
 NOISE = 0.4
 #: a rule read by no box starts at most this many line heights after a box
 RULE_GAP = 1.5
+#: fewest dots taken as leaders (fewer are left as read)
+MIN_LEADER_DOTS = 3
+#: a leader dot is at most this share of the line's (box) height wide and
+#: tall: a period is a tenth of an em, the box about one and a half ems, a
+#: lowercase letter (which must not pass for one) half an em
+DOT_SIZE = 0.16
+#: blobs this small (pixels) still count as dots: a 1 pt dot at 150 dpi is ~4
+DOT_SPECK = 3
+#: one dot to the next is at most this many line heights
+MAX_DOT_STEP = 1.2
+#: leaders start within this many line heights of the box's right edge
+LEADER_REACH = 2.0
+#: a gap between two dots wider than this many dot widths makes spaced leaders
+SPACED_GAP = 2.5
+TRAILING_DOTS = re.compile(r"[.·](?:\s*[.·])*\s*$")
 
 
 @dataclass(frozen=True)
@@ -60,12 +94,23 @@ class Mark:
         return self.y + self.h / 2
 
 
-def recount_runs(image: np.ndarray, quads: list[list[list[float]]], texts: list[str]) -> list[str]:
-    """``texts`` with every run at a line's end or start as long as the
-    marks in ``image`` (RGB, the pixels ``quads`` are in) show it."""
+Quad = list[list[float]]
+
+
+def recount_runs(image: np.ndarray, quads: list[Quad], texts: list[str]) -> tuple[list[str], list[Quad]]:
+    """``texts`` with every run at a line's end or start, and the leader
+    dots after a line's words, as long as the marks in ``image`` (RGB, the
+    pixels ``quads`` are in) show them (see the module docstring); and
+    ``quads``, a line's right edge moved out to the last leader dot counted
+    past it (its box holds its text)."""
     boxes = [_box(quad, image.shape) for quad in quads]
-    out = list(texts)
+    out, out_quads = list(texts), [list(map(list, q)) for q in quads]
     for i, text in enumerate(texts):
+        led = _with_leaders(image, boxes, i, text)
+        if led is not None:
+            out[i], right = led
+            out_quads[i] = _stretched(out_quads[i], right)
+            continue
         trailing, leading = TRAILING.search(text), LEADING.match(text)
         if trailing is None and leading is None:
             out[i] = _with_rule(image, boxes, i, text)
@@ -81,7 +126,13 @@ def recount_runs(image: np.ndarray, quads: list[list[list[float]]], texts: list[
             count = _count(image, boxes, i, "left")
             text = _resized(text, leading, count) if count else text
         out[i] = text
-    return out
+    return out, out_quads
+
+
+def _stretched(quad: Quad, right: float) -> Quad:
+    """``quad`` (clockwise from the top-left corner) with its right corners
+    moved out to ``right`` when that is further right."""
+    return [[max(x, right), y] if k in (1, 2) else [x, y] for k, (x, y) in enumerate(quad)]
 
 
 def _with_rule(image: np.ndarray, boxes: list[tuple[int, int, int, int]], i: int, text: str) -> str:
@@ -105,6 +156,89 @@ def _with_rule(image: np.ndarray, boxes: list[tuple[int, int, int, int]], i: int
     words = text.rstrip("-")  # a dash or two read at the box's edge are the rule's first: counted in it
     space = "" if words.endswith(" ") or not words else " "
     return f"{words}{space}{'-' * min(count, MAX_RUN)}"
+
+
+def _with_leaders(image: np.ndarray, boxes: list[tuple[int, int, int, int]], i: int,
+                  text: str) -> tuple[str, float] | None:
+    """``text`` with the leader dots after its words as printed, and the
+    right edge (image pixels) of the last dot; ``None`` when line ``i`` has
+    no leaders to recount (see the module docstring): the row is looked at
+    only when dots lie at its box's right edge."""
+    x0, y0, x1, y1 = boxes[i]
+    height = y1 - y0
+    if height < 4 or not text.strip():
+        return None
+    tail = TRAILING_DOTS.search(text)
+    right = _right_limit(image, boxes, i)
+    own = image[y0:y1, x0:x1]
+    near = image[y0:y1, max(x0, x1 - height):min(right, x1 + int(LEADER_REACH * height))]
+    if sum(_dot(m, height) for m in _marks(near, own, height, DOT_SPECK, stacked=False)) < 2:
+        return None  # no dots at the box's edge (most lines): the row is not looked at
+    marks = _marks(image[y0:y1, x0:right], own, height, DOT_SPECK, stacked=False)
+    edge = x1 - x0
+    seeds = sorted((m for m in marks if _dot(m, height) and edge - 2 * height <= m.x <= edge + LEADER_REACH * height),
+                   key=lambda m: abs(m.x - edge))
+    chain = max((_dot_chain(marks, seed, height) for seed in seeds[:SEEDS]), key=len, default=[])
+    read = tail.group().count(".") + tail.group().count("·") if tail else 0
+    if len(chain) < max(MIN_LEADER_DOTS, read):
+        return None
+    words = text[:tail.start()].rstrip() if tail else text.rstrip()
+    return _leader_text(words, chain, marks), float(x0 + chain[-1].x + chain[-1].w)
+
+
+def _dot_chain(marks: list[Mark], seed: Mark, height: int) -> list[Mark]:
+    """The run of dots through ``seed``, left to right: from each dot the
+    next mark level with it (a skewed scan's row climbs or falls, and the
+    dots of the rows above and below that an OCR box takes in at its edges
+    are not level with it), as long as that mark is a dot of the seed's size
+    one pitch on (the first step at most :data:`MAX_DOT_STEP` line heights,
+    the next ones within 30 % of the mean); scanning specks are passed over."""
+    chain, pitch = [seed], None
+    for direction in (1, -1):
+        at = seed
+        while (nxt := _next_level(marks, at, direction, seed)) is not None and _same_dot(nxt, seed):
+            step = abs(nxt.x - at.x)
+            if not (0 < step <= MAX_DOT_STEP * height if pitch is None else 0.7 * pitch <= step <= 1.3 * pitch):
+                break
+            chain.append(nxt)
+            at = nxt
+            pitch = (max(m.x for m in chain) - min(m.x for m in chain)) / (len(chain) - 1)
+    return sorted(chain, key=lambda m: m.x) if len(chain) > 1 else []
+
+
+def _next_level(marks: list[Mark], at: Mark, direction: int, seed: Mark) -> Mark | None:
+    """The nearest mark past ``at`` (right for ``direction`` 1, left for
+    -1) level with it, scanning specks (far smaller than ``seed``) left out."""
+    level = [m for m in marks if (m.x - at.x) * direction > 0 and m.y < at.y + 1.5 * at.h and at.y - 0.5 * at.h
+             < m.y + m.h and m.w * m.h >= NOISE * seed.w * seed.h]
+    return min(level, key=lambda m: abs(m.x - at.x), default=None)
+
+
+def _same_dot(mark: Mark, seed: Mark) -> bool:
+    return abs(mark.w - seed.w) <= 0.35 * seed.w + 1 and abs(mark.h - seed.h) <= 0.35 * seed.h + 1
+
+
+def _dot(mark: Mark, height: int) -> bool:
+    """A mark shaped like a period: small, roughly round, low in the line."""
+    small = mark.w <= DOT_SIZE * height and mark.h <= DOT_SIZE * height
+    return small and 0.5 * mark.h <= mark.w <= 2 * mark.h and mark.y + mark.h >= 0.5 * height
+
+
+def _leader_text(words: str, chain: list[Mark], marks: list[Mark]) -> str:
+    """``words`` and the ``chain`` of dots after them as printed: spaced
+    (``. . .``) when two dots stand more than :data:`SPACED_GAP` dot widths
+    apart, solid (``...``) otherwise; solid dots follow the words without a
+    space when they start about as close to the ink before them as to each
+    other."""
+    width = sorted(m.w for m in chain)[len(chain) // 2]
+    gaps = sorted(b.x - (a.x + a.w) for a, b in zip(chain, chain[1:]))
+    gap = gaps[len(gaps) // 2]
+    if gap > SPACED_GAP * width:
+        dots = " ".join("." * len(chain))
+        return f"{words} {dots}" if words else dots
+    before = [m for m in marks if m.x + m.w <= chain[0].x]
+    apart = not before or chain[0].x - max(m.x + m.w for m in before) > 1.5 * gap + 1
+    return f"{words}{' ' if words and apart else ''}{'.' * len(chain)}"
 
 
 def _dash(mark: Mark, height: int) -> bool:
@@ -159,9 +293,12 @@ def _count(image: np.ndarray, boxes: list[tuple[int, int, int, int]], i: int, si
     return max(_chain(marks, seed) for seed in nearest[:SEEDS])
 
 
-def _marks(band: np.ndarray, own: np.ndarray, height: int) -> list[Mark]:
+def _marks(band: np.ndarray, own: np.ndarray, height: int, speck: int | None = None, *,
+           stacked: bool = True) -> list[Mark]:
     """Ink blobs of ``band`` (its ink threshold from the line's own box
-    ``own``), left to right; blobs stacked at one x (``=``) are one mark."""
+    ``own``), left to right; blobs stacked at one x (``=``) are one mark
+    unless ``stacked`` is false. Blobs under ``speck`` pixels (by default a
+    share of the line's height squared) are scanning noise and left out."""
     import cv2
 
     grey = cv2.cvtColor(np.ascontiguousarray(band), cv2.COLOR_RGB2GRAY)
@@ -169,13 +306,14 @@ def _marks(band: np.ndarray, own: np.ndarray, height: int) -> list[Mark]:
                              cv2.THRESH_BINARY_INV + cv2.THRESH_OTSU)
     ink = (grey <= level).astype(np.uint8)
     count, _, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
-    speck = max(4, int(0.004 * height * height))
+    speck = max(4, int(0.004 * height * height)) if speck is None else speck
     blobs = sorted((Mark(int(s[0]), int(s[1]), int(s[2]), int(s[3])) for s in stats[1:count] if s[4] >= speck),
                    key=lambda m: m.x)
     marks: list[Mark] = []
     for blob in blobs:
         last = marks[-1] if marks else None
-        if last is not None and min(last.x + last.w, blob.x + blob.w) - max(last.x, blob.x) > 0.5 * min(last.w, blob.w):
+        if stacked and last is not None and \
+                min(last.x + last.w, blob.x + blob.w) - max(last.x, blob.x) > 0.5 * min(last.w, blob.w):
             x, y = min(last.x, blob.x), min(last.y, blob.y)
             marks[-1] = Mark(x, y, max(last.x + last.w, blob.x + blob.w) - x, max(last.y + last.h, blob.y + blob.h) - y)
         else:

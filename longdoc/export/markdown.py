@@ -4,7 +4,9 @@
 - list → one ``- item`` per line of the block (numbered markers are kept as
   written, so an ordered list keeps its numbers);
 - side note → a blockquote right after the paragraph it sits beside;
-- caption → italics; figure → an HTML comment; everything else → text.
+- caption → italics; figure → a ``<!-- figure -->`` marker followed by the
+  labels drawn in it as visible text, one per line (the text a reader sees
+  in a picture is never only in a comment); everything else → text.
 - code → a fenced block (```` ``` ````, longer than any run of backticks in
   the code), its lines and indentation as they are.
 - table with cells → a pipe table (its first row as the header row), or an
@@ -59,7 +61,7 @@ def block_markdown(block: Block) -> str:
     if kind is BlockKind.CAPTION:
         return f"*{text}*"
     if kind is BlockKind.FIGURE:
-        return f"<!-- figure{': ' + text if text else ''} -->"
+        return "\n".join(["<!-- figure -->", *(ln.strip() for ln in text.split("\n") if ln.strip())])
     if kind is BlockKind.TABLE and block.cells:
         return table_markdown(block.cells)
     return text

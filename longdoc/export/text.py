@@ -2,8 +2,9 @@
 
 Blocks are separated by a blank line; pages by a form feed (``\\f``) on its
 own line, as pdftotext does. A code block's lines come as they are, their
-indentation kept. A failed page contributes nothing but its form
-feed; the JSON export says why it failed.
+indentation kept. A figure contributes the labels drawn in it (one per
+line), as every block contributes the text a reader sees. A failed page
+contributes nothing but its form feed; the JSON export says why it failed.
 """
 
 from __future__ import annotations
@@ -14,11 +15,9 @@ PAGE_SEPARATOR = "\n\f\n"
 
 
 def block_text(kind: BlockKind, text: str) -> str:
-    """A block's text as plain text: a figure's is left out; a code block's
-    keeps the indentation of its first line (only blank lines at either end
-    and trailing spaces go)."""
-    if kind is BlockKind.FIGURE:
-        return ""
+    """A block's text as plain text: a code block's keeps the indentation
+    of its first line (only blank lines at either end and trailing spaces
+    go); any other block's is stripped."""
     if kind is BlockKind.CODE:
         return text.strip("\n").rstrip() if text.strip() else ""
     return text.strip()

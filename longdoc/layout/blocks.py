@@ -11,6 +11,10 @@ next line does not continue the current one:
 - it starts with a list marker (a new item) or is a bare label boxed apart
   (the ``[18]`` of a reference), or it or the previous line is a numbered
   heading ("2.1 Methods");
+- the previous row is a contents or index entry (it ends with a page
+  number, :mod:`~longdoc.layout.contents`) — but an entry's first line
+  and the indented line below it that carries its page number stay one
+  block (an entry wrapped over two lines);
 - paragraphs only: it is indented by more than :data:`INDENT_LINES` line
   heights relative to the previous line (a first-line indent) — unless the
   block so far is one full-width line, which is a hanging indent; it is
@@ -22,8 +26,11 @@ Lines in the same row (OCR fragments of one line) always continue.
 
 :func:`classify` names each block: LIST (items; consecutive items form
 **one LIST block whose text has one line per item**, markers kept as
-printed), HEADING (numbered on its own line → level = number of parts, or
-noticeably taller than the body text → level by size), TITLE (on page 1
+printed; two or more consecutive contents entries form one such LIST
+too, see :func:`classify`), HEADING (numbered on its own line → level =
+number of parts, or noticeably taller than the body text → level by size;
+a line whose box alone is taller, running on as body text, is no
+heading: :func:`_runs_on_as_body`), TITLE (on page 1
 only: the tallest of the headings that come before any other text, in the
 top third of the page, at least 1.5 × body size),
 PARAGRAPH otherwise. :func:`join_across_columns` then merges a paragraph
@@ -39,6 +46,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from longdoc.layout.contents import entry_lines
 from longdoc.layout.geometry import LineBox, h_overlap, same_row
 from longdoc.layout.text import (
     ends_sentence,
@@ -59,6 +67,15 @@ PARA_PITCH_FACTOR = 1.45
 INDENT_LINES = 0.6
 SHORT_LINE_FRACTION = 0.15
 SENTENCE_SHORT_FRACTION = 0.35
+#: a line with a tall box runs on as body text when the next is at most this
+#: many body pitches below, the upper one is this share of the body's line
+#: width, and the tall one's characters are within this share of the body's
+RUN_ON_PITCH = 1.2
+FULL_LINE = 0.75
+SAME_CHAR_WIDTH = 0.2
+#: the line of a wrapped contents entry that carries its page number is at
+#: most this many line heights below the entry's first line
+WRAP_STEP_LINES = 1.6
 MAX_HEADING_CHARS = 200
 MAX_HEADING_ROWS = 3
 #: heading level by size ratio to the body text: (min ratio, level)
@@ -78,6 +95,7 @@ class Metrics:
     line_width: float
     page_height: float
     page: int
+    char_width: float = 0.0  # typical points per character of the body's lines
 
     @property
     def paragraph_step(self) -> float:
@@ -106,6 +124,7 @@ def measure(ordered: Sequence[LineBox], line_height: float, page_height: float, 
         if h_overlap(a, b) > 0 and 0 < b.cy - a.cy < 3 * line_height and not same_row(a, b)
     ]
     widths = [l.w for l in body if len(l.text.strip()) >= 2]
+    per_char = [l.w / len(l.text.strip()) for l in body if len(l.text.strip()) >= 8]
     return Metrics(
         line_height=line_height,
         size=size,
@@ -113,6 +132,7 @@ def measure(ordered: Sequence[LineBox], line_height: float, page_height: float, 
         line_width=statistics.quantiles(widths, n=4)[-1] if len(widths) > 1 else sum(widths),
         page_height=page_height,
         page=page,
+        char_width=statistics.median(per_char) if per_char else 0.5 * line_height,
     )
 
 
@@ -136,37 +156,73 @@ def numbered_heading_level(l: LineBox, m: Metrics) -> int | None:
 
 def segment(ordered: Sequence[LineBox], m: Metrics) -> list[list[LineBox]]:
     """Split ``ordered`` (lines in reading order) into runs of lines that
-    belong to one block (a paragraph, a heading, or one list item)."""
+    belong to one block (a paragraph, a heading, one list item or one
+    contents entry)."""
+    entries = entry_lines(ordered, m.line_height, m.char_width)
     blocks: list[list[LineBox]] = []
     for l in ordered:
-        if blocks and _continues(blocks[-1], l, m):
+        if blocks and _continues(blocks[-1], l, m, entries):
             blocks[-1].append(l)
         else:
             blocks.append([l])
     return blocks
 
 
-def _continues(block: list[LineBox], l: LineBox, m: Metrics) -> bool:
+def _continues(block: list[LineBox], l: LineBox, m: Metrics, entries: set[int]) -> bool:
     last = block[-1]
     if same_row(last, l):
         return l.x0 >= last.x0
+    if last.idx in entries:
+        return False  # an entry ends with its page number
     # the previous row as one line (OCR may box a row in fragments)
     row = [b for b in block if same_row(b, last)]
     prev = LineBox(last.idx, last.line, min(b.x0 for b in row), min(b.y0 for b in row),
                    max(b.x1 for b in row), max(b.y1 for b in row))
+    if l.idx in entries and _wraps_to(block, prev, l, m):
+        return True
     return _follows(block, prev, l, m) and not _opens_block(block, row, prev, l, m)
+
+
+def _wraps_to(block: list[LineBox], prev: LineBox, l: LineBox, m: Metrics) -> bool:
+    """``l`` (on an entry row) ends the entry that ``block`` (one row, not
+    an entry, not a finished sentence) starts: it is the next line down, at
+    most :data:`WRAP_STEP_LINES` line heights below (set solid, as one
+    entry's lines are: a heading above the entries stands further off), and
+    indented under it as a wrapped entry is."""
+    one_row = all(same_row(b, block[0]) for b in block)
+    below = 0 < l.cy - prev.cy <= WRAP_STEP_LINES * m.line_height
+    return one_row and below and l.x0 >= block[0].x0 + INDENT_LINES * m.line_height and not ends_sentence(prev.text)
 
 
 def _follows(block: list[LineBox], prev: LineBox, l: LineBox, m: Metrics) -> bool:
     """``l`` is the next line down in the same column, of the same size
-    class, without a paragraph gap."""
+    class (or running on from ``prev`` as body text does,
+    :func:`_runs_on_as_body`), without a paragraph gap."""
     x0, x1 = min(b.x0 for b in block), max(b.x1 for b in block)
     if l.cy <= prev.cy or min(x1, l.x1) <= max(x0, l.x0):
         return False
     if m.tall(prev) != m.tall(l):
-        return False
+        return _runs_on_as_body(prev, l, m)
     scale = max(prev.size, l.size) / m.size if m.tall(l) else 1.0
     return l.cy - prev.cy <= scale * m.paragraph_step
+
+
+def _runs_on_as_body(upper: LineBox, lower: LineBox, m: Metrics) -> bool:
+    """Two lines of which one has a taller box than the body's are still
+    one paragraph's lines when nothing but the box says otherwise: the
+    lower one is at the body's pitch below (:data:`RUN_ON_PITCH`; type set
+    larger needs more room), both start at the same left edge, the upper
+    one is a full line (:data:`FULL_LINE` of the body's width) that does not
+    end a sentence, and the taller one's characters are as wide as the
+    body's (:data:`SAME_CHAR_WIDTH`; larger type has wider ones). An OCR box
+    drawn loose around a line with tall letters, or a scan's first line of a
+    column, is not a heading."""
+    tall = upper if m.tall(upper) else lower
+    chars = len(tall.text.strip())
+    same_type = m.char_width > 0 and chars >= 8 and abs(tall.w / chars - m.char_width) <= SAME_CHAR_WIDTH * m.char_width
+    return (same_type and lower.cy - upper.cy <= RUN_ON_PITCH * m.pitch
+            and abs(lower.x0 - upper.x0) <= INDENT_LINES * m.line_height
+            and upper.w >= FULL_LINE * m.line_width and not ends_sentence(upper.text))
 
 
 def _opens_block(block: list[LineBox], row: list[LineBox], prev: LineBox, l: LineBox, m: Metrics) -> bool:
@@ -201,25 +257,46 @@ class Draft:
     level: int | None = None
     notes: list[Draft] = field(default_factory=list)  # side notes placed after it
     cells: list[TableCell] | None = None  # a table's
+    contents: bool = False  # a LIST of contents or index entries
 
 
 def classify(runs: Sequence[list[LineBox] | Draft], m: Metrics) -> list[Draft]:
     """Name each run (see the module docstring); consecutive list items in
     one column become one LIST block. A run already named (a CODE listing,
-    :mod:`~longdoc.layout.code`) is kept as it is, in its place."""
+    :mod:`~longdoc.layout.code`) is kept as it is, in its place.
+
+    Consecutive contents or index entries (a run whose last row ends with
+    a page number, :mod:`~longdoc.layout.contents`) become one LIST block
+    as well, with ``contents`` set, its text one entry per line as printed
+    (leaders and page number included; a wrapped entry's lines joined). A
+    LIST, not a TABLE: an entry is one line of text to read, the leaders
+    and the number's place are not cells of a grid, an entry wraps where
+    a cell would not, and every export already writes a LIST one item per
+    line (Markdown ``- item``, text one line each, docling list items). A
+    single entry (nothing like it above or below) is classified as any
+    other run."""
     drafts: list[Draft] = []
     for run in runs:
-        d = run if isinstance(run, Draft) else _classify_run(run, m)
+        d = run if isinstance(run, Draft) else (_entry(run, m) or _classify_run(run, m))
         prev = drafts[-1] if drafts else None
-        if d.kind is BlockKind.LIST and prev is not None and prev.kind is BlockKind.LIST and _same_list(prev, d, m):
+        if d.kind is BlockKind.LIST and prev is not None and prev.kind is BlockKind.LIST \
+                and prev.contents == d.contents and _same_list(prev, d, m):
             prev.lines.extend(d.lines)
             prev.text = f"{prev.text}\n{d.text}"
         else:
             drafts.append(d)
+    drafts = [_classify_run(d.lines, m) if d.contents and "\n" not in d.text else d for d in drafts]
     for d in drafts:
         _lone_enumerated_heading(d, m)
     _mark_title(drafts, m)
     return drafts
+
+
+def _entry(run: list[LineBox], m: Metrics) -> Draft | None:
+    """A one-entry contents LIST when the run's last row is an entry row."""
+    if run[-1].idx not in entry_lines(run, m.line_height, m.char_width):
+        return None
+    return Draft(BlockKind.LIST, list(run), join_lines([l.text for l in run]), contents=True)
 
 
 def first_row_text(run: Sequence[LineBox]) -> str:
@@ -264,7 +341,8 @@ def join_across_columns(drafts: list[Draft]) -> list[Draft]:
     for d in drafts:
         prev = out[-1] if out else None
         if prev is not None and _column_break(prev, d):
-            if prev.kind is BlockKind.LIST and d.kind is BlockKind.LIST and has_list_marker(d.text):
+            if prev.kind is BlockKind.LIST and d.kind is BlockKind.LIST and (has_list_marker(d.text)
+                                                                         or prev.contents and d.contents):
                 prev.text = f"{prev.text}\n{d.text}"
             elif runs_on(prev.text, d.text):
                 prev.text = join_pair(prev.text, d.text)

@@ -8,11 +8,23 @@ paragraphs. Each becomes a block of its own:
 
 - a table → TABLE, with its cells filled from its words
   (:func:`~longdoc.layout.tables.fill_cells`); a table the structure model
-  could not read (no cells, or a grid of one row or one column) keeps its
-  lines in the body instead;
-- a figure → FIGURE, holding the text drawn inside it (labels, axes); a
-  "figure" holding prose (:data:`PROSE_LINES` long lines or more) is not
-  trusted and its lines stay in the body;
+  could not read (no cells, or a grid of one row or one column), or whose
+  grid does not fit its words (:func:`~longdoc.layout.tables.grid_fit`: a
+  page of index columns taken for one table), keeps its lines in the body
+  instead, where columns are found and read one after the other;
+- a figure → FIGURE, holding the labels drawn inside it (axis labels, a
+  legend, the words in a diagram's boxes: short texts scattered over it),
+  one per line of its text, row by row.
+  Running text the model took for a picture (a contents page, a code
+  listing, an index column) stays in the body: the region's *stacks* of
+  lines (:func:`text_stacks`: :data:`STACK_LINES` lines or more, each
+  right under the one before at the text's pitch, left-aligned or
+  overlapping, :data:`STACK_CHARS` characters or more in all) and the
+  lines that share their rows (a contents entry's page number, the other
+  column of a code listing) leave the figure, and when the stacks hold
+  :data:`MOSTLY_TEXT` of the region's characters, all its lines do (the
+  region is a page of text; its short bits are text too); a figure left
+  with no label is no block at all;
 - a caption → CAPTION. The model sometimes calls a caption plain text: a
   text region right above or below a table or figure whose first line
   reads like a caption ("Figure 3.", "Table 2:", "Fig. 1", "图 2"…) is
@@ -33,16 +45,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from longdoc.layout.blocks import Draft
-from longdoc.layout.geometry import LineBox, enclosing
-from longdoc.layout.tables import fill_cells, table_text
+from longdoc.layout.geometry import LineBox, enclosing, h_overlap, same_row
+from longdoc.layout.order import row_by_row
+from longdoc.layout.tables import fill_cells, grid_fit, table_text
 from longdoc.layout.text import join_lines
 from longdoc.model import BlockKind, Region, RegionKind
 
 #: share of a line's box that must lie in a region for the line to belong to it
 INSIDE = 0.6
-#: a figure with this many lines of prose is text the model mistook for a picture
-PROSE_LINES = 3
-PROSE_CHARS = 40
+#: a stack of this many lines or more, with this many characters in all, is
+#: running text (a figure's labels are short and scattered)
+STACK_LINES = 3
+STACK_CHARS = 60
+#: the next line of a stack is at most this many line heights below (centre
+#: to centre): the pitch of text, not the spacing of axis ticks
+STACK_PITCH_LINES = 1.8
+#: lines of a stack start within this many line heights of each other (or overlap)
+STACK_ALIGN_LINES = 1.0
+#: a figure region whose stacks hold this share of its characters is all text
+MOSTLY_TEXT = 0.6
 #: a caption pairs with a table or figure at most this many line heights away
 CAPTION_GAP_LINES = 4.0
 
@@ -68,8 +89,14 @@ class Float:
         return (b.x0, b.y0, b.x1, b.y1)
 
 
-def take_floats(lines: Sequence[LineBox], regions: Sequence[Region], h: float) -> tuple[list[Float], list[LineBox]]:
-    """The floats on the page and the lines left for the body."""
+def take_floats(lines: Sequence[LineBox], regions: Sequence[Region],
+                h: float) -> tuple[list[Float], list[LineBox], set[int]]:
+    """The floats on the page, the lines left for the body, and the indexes
+    (``LineBox.idx``) of those among them that a table region whose grid
+    does not fit them held, or a figure region as running text: text the
+    layout model took for a table or a picture, in columns if in any, to be
+    read column by column (:func:`~longdoc.layout.order.reading_order`'s
+    ``columnar``)."""
     taken: dict[int, int] = {}  # line idx -> region index
     usable = [r for r in regions if r.kind in _KIND] + _text_captions(lines, regions, h)
     for rank in _PRIORITY:
@@ -80,13 +107,26 @@ def take_floats(lines: Sequence[LineBox], regions: Sequence[Region], h: float) -
                 if l.idx not in taken and _share_inside(l, region) >= INSIDE:
                     taken[l.idx] = i
     drafts: list[tuple[Region, Draft]] = []
+    columnar: set[int] = set()
     for i, region in enumerate(usable):
         inside = sorted((l for l in lines if taken.get(l.idx) == i), key=lambda l: (l.y0, l.x0))
-        draft = _draft(region, inside)
+        if _misfit(region, inside, h):
+            columnar.update(l.idx for l in inside)
+            continue
+        draft = _draft(region, inside, h)
         if draft is not None:
             drafts.append((region, draft))
+        if region.kind is RegionKind.FIGURE:
+            labels = {id(l) for l in draft.lines} if draft is not None else set()
+            columnar.update(l.idx for l in inside if id(l) not in labels)
     kept = {id(l) for _, d in drafts for l in d.lines}
-    return _pair_captions(drafts, h), [l for l in lines if id(l) not in kept]
+    return _pair_captions(drafts, h), [l for l in lines if id(l) not in kept], columnar
+
+
+def _misfit(region: Region, inside: list[LineBox], h: float) -> bool:
+    """A table region with a grid that does not fit the lines inside it."""
+    return region.kind is RegionKind.TABLE and bool(region.cells) and bool(inside) \
+        and not grid_fit(region.cells or [], inside, h).trusted()
 
 
 _CAPTION = re.compile(
@@ -134,7 +174,9 @@ def _share_inside(l: LineBox, region: Region) -> float:
     return (w * hh / area) if w > 0 and hh > 0 else 0.0
 
 
-def _draft(region: Region, inside: list[LineBox]) -> Draft | None:
+def _draft(region: Region, inside: list[LineBox], h: float) -> Draft | None:
+    """The block a region makes of the lines inside it, or None when they
+    stay in the body (see the module docstring)."""
     if not inside:
         return None
     kind = _KIND[region.kind]
@@ -145,10 +187,57 @@ def _draft(region: Region, inside: list[LineBox]) -> Draft | None:
         filled = fill_cells(cells, inside)
         return Draft(kind, inside, table_text(filled), cells=filled)
     if kind is BlockKind.FIGURE:
-        if sum(len(l.text.strip()) >= PROSE_CHARS for l in inside) >= PROSE_LINES:
-            return None
-        return Draft(kind, inside, "\n".join(l.text.strip() for l in inside))
+        text = {id(l) for l in running_text(inside, h)}
+        labels = row_by_row([l for l in inside if id(l) not in text])
+        return Draft(kind, labels, "\n".join(l.text.strip() for l in labels)) if labels else None
     return Draft(kind, inside, join_lines([l.text for l in inside]))
+
+
+def running_text(lines: list[LineBox], h: float) -> list[LineBox]:
+    """The lines of a figure region that are running text, not labels: its
+    text stacks and every line sharing a row with one of their lines, or
+    all its lines when the stacks hold most of its text (see the module
+    docstring). ``h``: the page's typical line height."""
+    text = {id(l) for stack in text_stacks(lines, h) for l in stack}
+    rows = [l for l in lines if id(l) in text]
+    if sum(len(l.text.strip()) for l in rows) >= MOSTLY_TEXT * sum(len(l.text.strip()) for l in lines):
+        return list(lines)
+    return [l for l in lines if id(l) in text or any(same_row(l, o) for o in rows)]
+
+
+def text_stacks(lines: list[LineBox], h: float) -> list[list[LineBox]]:
+    """Stacks of running text among ``lines``: chains of lines each right
+    below the one before (its centre at most :data:`STACK_PITCH_LINES` line
+    heights lower, left edges within :data:`STACK_ALIGN_LINES` line heights
+    or the two overlapping by half the narrower), :data:`STACK_LINES` lines
+    or more and :data:`STACK_CHARS` characters or more in all; each stack
+    top to bottom."""
+    by_y = sorted(lines, key=lambda l: l.cy)
+    parent = list(range(len(by_y)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, a in enumerate(by_y):
+        below = next((j for j in range(i + 1, len(by_y)) if _stacks_on(a, by_y[j], h)), None)
+        if below is not None:
+            parent[root(below)] = root(i)
+    groups: dict[int, list[LineBox]] = {}
+    for i, l in enumerate(by_y):
+        groups.setdefault(root(i), []).append(l)
+    return [g for g in groups.values()
+            if len(g) >= STACK_LINES and sum(len(l.text.strip()) for l in g) >= STACK_CHARS]
+
+
+def _stacks_on(a: LineBox, b: LineBox, h: float) -> bool:
+    """``b`` is the next line of text under ``a``."""
+    step = b.cy - a.cy
+    if step <= 0.5 * h or step > STACK_PITCH_LINES * h or same_row(a, b):
+        return False
+    return abs(a.x0 - b.x0) <= STACK_ALIGN_LINES * h or h_overlap(a, b) >= 0.5 * min(a.w, b.w)
 
 
 def _pair_captions(drafts: list[tuple[Region, Draft]], h: float) -> list[Float]:

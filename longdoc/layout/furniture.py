@@ -16,7 +16,14 @@ Rules, for a line of ``target`` in a band:
 - **page number**: its text is a folio (``12``, ``xii``, ``Page 3``,
   ``- 3 -``, ``3 / 120``, ``第 3 页``, chapter-page ``2-9``), it is isolated, and it is in the
   edge zone or confirmed by a neighbour page carrying the number shifted by
-  the page distance at a similar height. Works with no neighbours.
+  the page distance at a similar height. Works with no neighbours. A folio
+  of the edge zone with another folio stacked right above or below it (a
+  contents page's column of page numbers) is not one unless confirmed.
+  A *lone folio* — the only line of its row, the page's topmost or
+  bottommost row, at least :data:`LONE_GAP_LINES` line heights from the
+  text — is a page number without the edge zone: a folio set one blank
+  line under the text of a closely set page is nearer to it than the
+  zone's gap (a line height of OCR boxes, padded).
 - **running header / footer**: its text, with digits folded away, repeats
   at a similar height on at least one neighbour (fuzzy ratio ≥
   :data:`MIN_SIMILARITY`, comparing lines and whole rows, since one page
@@ -29,11 +36,17 @@ Single-page rules (no neighbour needed), for a line in a band:
 
 - **layout model**: the line lies in a region the layout model called a
   header or footer (``page.regions``) that is no taller than
-  :data:`MAX_REGION_LINES` lines, and the line stands further from the
-  body than the page's paragraphs from each other (:func:`_set_apart`) or
-  is set smaller than the body (the model also calls the first or last line of
-  a dense page a header or footer) → HEADER / FOOTER (PAGE_NUMBER when a
-  folio);
+  :data:`MAX_REGION_LINES` lines, it is not set larger than the body (a
+  "Contents" or "Index" heading at the top is a heading), and it stands
+  further from the body than the page's paragraphs from each other
+  (:func:`_set_apart`) or is set smaller than the body (the model also
+  calls the first or last line of a dense page a header or footer) →
+  HEADER / FOOTER (PAGE_NUMBER when a folio);
+- **running head**: the page's topmost (bottommost) row, or a row of the
+  edge zone, not set larger than the body, reads as a page number beside
+  a title (:func:`running_head`: ``400 BRITISH HUSBANDRY. [Ch. XIX.``,
+  ``CHAPTER 3. METHODS 27``, ``xii PREFACE``) → HEADER (FOOTER), every
+  line of the row that is not the page number;
 - **pattern**: its text is typical furniture (:func:`furniture_pattern`:
   a DOI, "Downloaded from …", a copyright or licence line, an ISSN, a
   volume/issue/pages citation line ("12(3):45–67"), "Page 3 of 9", an arXiv stamp, a bare
@@ -76,6 +89,14 @@ MAX_FOLIO_CHARS = 24
 MAX_REGION_LINES = 4.0
 #: share of the page width a margin banner sits in
 MARGIN_FRACTION = 0.1
+#: a lone folio stands at least this many line heights from the text
+LONE_GAP_LINES = 0.5
+#: folios stacked this close (line heights, centre to centre) are a column of numbers
+STACKED_LINES = 2.5
+#: a line this much taller than the body's is set larger (a heading)
+LARGER = 1.25
+#: a running head is at most this long
+MAX_HEAD_CHARS = 80
 
 _STRONG = re.compile(
     r"(\bdoi\s*[:.]?\s*10\.\d{3,}|doi\.org/|\bdownloaded\s+(?:from|by|on)\b|this content downloaded|"
@@ -213,34 +234,120 @@ def find_furniture(target: Page, neighbors: Sequence[Page]) -> dict[int, BlockKi
     if not cands:
         return _keep_some_body(found, lines)
     tol = POSITION_TOLERANCE_LINES * h / height
-    zone = _edge_zone(lines, height, h)
     others = [(n.number, _candidates(n)[0]) for n in neighbors if n.number != target.number]
-    marked = _marked_regions(target, h)
-    outermost = _outermost(lines)
+    ctx = _Context(lines, h, _edge_zone(lines, height, h), _marked_regions(target, h), _outermost(lines), cands)
     for c in cands:
         near = [(p, o) for p, cs in others for o in cs if o.edge == c.edge and abs(o.rel_y - c.rel_y) <= tol]
-        in_zone = c.line.idx in zone
-        if c.folio is not None:
-            confirmed = any(o.folio is not None and c.folio - o.folio == target.number - p for p, o in near)
-            if (in_zone or confirmed) and _isolated(c.line, lines, h):
-                found[c.line.idx] = BlockKind.PAGE_NUMBER
-                continue
+        if c.folio is not None and _page_number(c, near, target.number, ctx):
+            found[c.line.idx] = BlockKind.PAGE_NUMBER
+            continue
         edge_kind = BlockKind.HEADER if c.edge == "top" else BlockKind.FOOTER
-        if c.key:
-            repeats = len({p for p, o in near if c.repeats(o)})
-            if repeats and in_zone:
-                found[c.line.idx] = edge_kind
-                continue
-        if _in_any(c.line, marked) and in_zone and (_set_apart(c, lines) or _smaller(c.line, h)):
+        in_zone = c.line.idx in ctx.zone
+        if c.key and in_zone and any(c.repeats(o) for _, o in near):
+            found[c.line.idx] = edge_kind
+            continue
+        if _in_any(c.line, ctx.marked) and in_zone and not _larger(c.line, h) \
+                and (_set_apart(c, lines) or _smaller(c.line, h)):
             found[c.line.idx] = BlockKind.PAGE_NUMBER if c.folio is not None else edge_kind
             continue
+        if _in_running_head(c, ctx):
+            found[c.line.idx] = edge_kind
+            continue
         pattern = furniture_pattern(c.line.text)
-        if (pattern == "strong" and (in_zone or c.line.idx in outermost)) or (pattern == "weak" and in_zone):
+        if (pattern == "strong" and (in_zone or c.line.idx in ctx.outermost)) or (pattern == "weak" and in_zone):
             found[c.line.idx] = edge_kind
     for c in cands:  # furniture-like text beside or beyond furniture already found
         if c.line.idx not in found and furniture_pattern(c.line.text) and _outside_furniture(c, cands, found):
             found[c.line.idx] = BlockKind.HEADER if c.edge == "top" else BlockKind.FOOTER
     return _keep_some_body(found, lines)
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What the single-page rules look at: the page's lines, its typical
+    line height, its edge zone and outermost rows (line indexes), the layout
+    model's header and footer boxes, the band candidates."""
+
+    lines: list[LineBox]
+    h: float
+    zone: set[int]
+    marked: list[tuple[float, float, float, float]]
+    outermost: set[int]
+    cands: list[_Candidate]
+
+
+def _page_number(c: _Candidate, near: list[tuple[int, _Candidate]], number: int, ctx: _Context) -> bool:
+    """Whether folio candidate ``c`` is the page number (module docstring)."""
+    if not _isolated(c.line, ctx.lines, ctx.h):
+        return False
+    if any(o.folio is not None and c.folio - o.folio == number - p for p, o in near):  # type: ignore[operator]
+        return True
+    if c.line.idx in ctx.zone and not _stacked(c, ctx):
+        return True
+    return _lone(c, ctx)
+
+
+def _stacked(c: _Candidate, ctx: _Context) -> bool:
+    """Another folio of the band right above or below ``c``, overlapping it
+    across: a column of page numbers."""
+    return any(o is not c and o.folio is not None and o.edge == c.edge and 0 < abs(o.line.cy - c.line.cy)
+               <= STACKED_LINES * ctx.h and min(o.line.x1, c.line.x1) > max(o.line.x0, c.line.x0) for o in ctx.cands)
+
+
+def _lone(c: _Candidate, ctx: _Context) -> bool:
+    """``c`` is alone on its row, the page's outermost row, and set off
+    from the text by :data:`LONE_GAP_LINES` line heights or more."""
+    if c.line.idx not in ctx.outermost or any(o is not c.line and same_row(o, c.line) for o in ctx.lines):
+        return False
+    if c.edge == "top":
+        inward = [l.y0 - c.line.y1 for l in ctx.lines if l.y0 >= c.line.cy and l is not c.line]
+    else:
+        inward = [c.line.y0 - l.y1 for l in ctx.lines if l.y1 <= c.line.cy and l is not c.line]
+    return not inward or min(inward) >= LONE_GAP_LINES * ctx.h
+
+
+def _in_running_head(c: _Candidate, ctx: _Context) -> bool:
+    """``c``'s row (its band's lines beside it) is a running head: the
+    outermost row or in the edge zone, not set larger than the body, and
+    reading as :func:`running_head`."""
+    row = sorted((o.line for o in ctx.cands if o.edge == c.edge and same_row(o.line, c.line)), key=lambda l: l.x0)
+    if not (c.line.idx in ctx.outermost or c.line.idx in ctx.zone) or any(_larger(l, ctx.h) for l in row):
+        return False
+    return running_head(" ".join(l.text.strip() for l in row))
+
+
+_HEAD_FOLIO = re.compile(r"(?:\d{1,4}|[ivxlcdm]{1,8}|[IVXLCDM]{1,8})")
+_CHAPTER_MARK = re.compile(r"\b(?:chapter|chap\.|ch\.|section|sect\.|part|book|lecture|appendix)\s|§", re.IGNORECASE)
+
+
+def running_head(text: str) -> bool:
+    """Whether ``text`` reads as a page number beside a title: a folio
+    (arabic, roman) first or last, and the rest a title of three letters or
+    more set in capitals (most of its letters) or holding a chapter mark
+    ("Chapter", "Ch.", "Part", "§"…). ``"400 BRITISH HUSBANDRY. [Ch. XIX."``,
+    ``"CHAPTER 3. METHODS 27"``, ``"xii PREFACE"`` → True;
+    ``"12 apples were bought"`` → False."""
+    t = " ".join(unicodedata.normalize("NFKC", text).split())
+    if len(t) > MAX_HEAD_CHARS or " " not in t:
+        return False
+    first, rest = t.split(" ", 1)
+    head, last = t.rsplit(" ", 1)
+    for folio, title in ((first, rest), (last, head)):
+        if _HEAD_FOLIO.fullmatch(folio) and _number(folio) is not None and _title(title):
+            return True
+    return False
+
+
+def _title(text: str) -> bool:
+    letters = [ch for ch in text if ch.isalpha()]
+    if len(letters) < 3:
+        return False
+    return sum(ch.isupper() for ch in letters) >= 0.6 * len(letters) or bool(_CHAPTER_MARK.search(text + " "))
+
+
+def _larger(line: LineBox, h: float) -> bool:
+    """Whether ``line`` is set larger than the body (a heading)."""
+    return line.h > LARGER * h
 
 
 def _outside_furniture(c: _Candidate, cands: list[_Candidate], found: dict[int, BlockKind]) -> bool:

@@ -8,7 +8,10 @@ A region (a set of lines) is cut in this order:
 2. **Vertically**, into *columns* separated by a whitespace gutter at least
    ``min_gutter`` wide that no line crosses.
 3. Neither, or the columns look like a table's (three or more, of lines
-   of a few words): the lines are read row by row, left to right.
+   of a few words): the lines are read row by row, left to right — unless
+   the lines are known to be text in columns (``columnar``: an index the
+   layout model took for a table or a picture, its short lines boxed in
+   fragments), which is read column by column.
 
 Each part is ordered recursively, top to bottom / left to right::
 
@@ -33,7 +36,7 @@ does a centred line (an author or a date) that straddles the gutter.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from longdoc.layout.geometry import LineBox, column_spans, merge_intervals, same_row
@@ -54,6 +57,7 @@ class _Cut:
 
     min_gutter: float
     min_width: float
+    columnar: frozenset[int] = frozenset()  # lines known to be text in columns
 
     def spans(self, spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
         """Union of x-intervals, fusing gaps narrower than a gutter."""
@@ -91,18 +95,22 @@ class _Group:
         return self.min_x <= left and self.max_x >= right
 
 
-def reading_order(lines: Sequence[LineBox], min_gutter: float, min_column: float = 0.0) -> list[LineBox]:
+def reading_order(lines: Sequence[LineBox], min_gutter: float, min_column: float = 0.0,
+                  columnar: Collection[int] = ()) -> list[LineBox]:
     """``lines`` in reading order (see the module docstring).
 
     ``min_gutter`` (points) is the narrowest whitespace taken as a column
     gutter; word gaps inside an OCR line must be narrower. ``min_column``
     (points) is the narrowest column: narrower runs (bullets boxed apart
     from their items, a column of numbers) stay with their neighbour, so
-    they are read row by row. Iterative, so a pathological page cannot
-    exhaust the recursion limit; each step splits a region into strictly
-    smaller ones, so it always terminates.
+    they are read row by row. Lines whose ``idx`` is in ``columnar`` are
+    known to be text in columns (the layout model took them for a table
+    whose grid did not fit them, or for a picture): a region made mostly
+    of them is never read as a table. Iterative, so a pathological page
+    cannot exhaust the recursion limit; each step splits a region into
+    strictly smaller ones, so it always terminates.
     """
-    cut = _Cut(min_gutter, min_column)
+    cut = _Cut(min_gutter, min_column, frozenset(columnar))
     out: list[LineBox] = []
     stack: list[list[LineBox]] = [list(lines)]
     while stack:
@@ -112,7 +120,7 @@ def reading_order(lines: Sequence[LineBox], min_gutter: float, min_column: float
             continue
         parts = _cut(region, cut)
         if parts is None:
-            out.extend(_rows(region))
+            out.extend(row_by_row(region))
         else:
             stack.extend(reversed(parts))
     return out
@@ -123,7 +131,7 @@ def _cut(region: list[LineBox], cut: _Cut) -> list[list[LineBox]] | None:
     if len(groups) > 1:
         return [g.lines for g in groups]
     columns = _columns(region, cut)
-    if len(columns) < 2 or _table_like(region, columns):
+    if len(columns) < 2 or (_table_like(region, columns) and not _known_columnar(region, cut)):
         return None
     return columns
 
@@ -134,6 +142,22 @@ def _table_like(region: list[LineBox], columns: list[list[LineBox]]) -> bool:
         return False
     words = sorted(len(l.text.split()) for l in region)
     return words[len(words) // 2] <= TABLE_MAX_WORDS
+
+
+def _known_columnar(region: list[LineBox], cut: _Cut) -> bool:
+    """Most of ``region``'s lines are known to be text in columns."""
+    return 2 * sum(l.idx in cut.columnar for l in region) > len(region)
+
+
+def _row_groups(lines: list[LineBox]) -> list[list[LineBox]]:
+    """``lines`` grouped into rows (lines sharing a row), top to bottom."""
+    rows: list[list[LineBox]] = []
+    for l in sorted(lines, key=lambda l: (l.cy, l.x0)):
+        if rows and (same_row(l, rows[-1][0]) or same_row(l, rows[-1][-1])):
+            rows[-1].append(l)
+        else:
+            rows.append([l])
+    return rows
 
 
 def _bands(region: list[LineBox], cut: _Cut) -> list[_Group]:
@@ -215,13 +239,7 @@ def _columns(region: list[LineBox], cut: _Cut) -> list[list[LineBox]]:
     return cols
 
 
-def _rows(region: list[LineBox]) -> list[LineBox]:
+def row_by_row(region: Sequence[LineBox]) -> list[LineBox]:
     """Lines that admit no cut (they overlap): top to bottom by centre,
     lines sharing a row left to right."""
-    rows: list[list[LineBox]] = []
-    for l in sorted(region, key=lambda l: (l.cy, l.x0)):
-        if rows and (same_row(l, rows[-1][0]) or same_row(l, rows[-1][-1])):
-            rows[-1].append(l)
-        else:
-            rows.append([l])
-    return [l for row in rows for l in sorted(row, key=lambda l: l.x0)]
+    return [l for row in _row_groups(list(region)) for l in sorted(row, key=lambda l: l.x0)]

@@ -5,7 +5,7 @@
     lines ─► drop blank ─► furniture apart ─► floats apart (tables, figures,
              captions from the layout model's regions; see floats.py)
     body  ─► segments of a visual line rejoined ─► OCR padding off
-          ─► margin notes, oversized lines apart
+          ─► margin notes, oversized lines apart ─► entries reach their numbers
           ─► mend gutters (clip pokes, split merged lines) ─► XY-cut order
           ─► code listings apart (code.py) ─► segment the rest ─► classify
           ─► join across columns
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from longdoc.layout.blocks import Draft, classify, join_across_columns, measure, segment
 from longdoc.layout.code import take_listings
+from longdoc.layout.contents import close_entry_gaps
 from longdoc.layout.floats import place_floats, take_floats
 from longdoc.layout.geometry import LineBox, depad, enclosing, norm_box, typical_line_height, v_overlap
 from longdoc.layout.gutters import find_gutters, mend
@@ -64,7 +65,9 @@ def layout_page(rec: Page, furniture: dict[int, BlockKind], *, exact_lines: bool
     Regions from the layout model (``rec.regions``) take their tables,
     figures and captions out of the body first (:mod:`~longdoc.layout.floats`):
     a TABLE block carries ``cells``; each float goes after the body block
-    above it in its column.
+    above it in its column. The lines of a table region whose grid does not
+    fit them, and running text in a figure region, stay in the body and are
+    read column by column.
     Lines set in a fixed-pitch font (``Line.pitch``) that form a listing
     become a CODE block (:mod:`~longdoc.layout.code`: its lines one per
     line, indentation as spaces), never joined into a paragraph, a list or a
@@ -78,16 +81,18 @@ def layout_page(rec: Page, furniture: dict[int, BlockKind], *, exact_lines: bool
         return []
     furn = sorted((l for l in lines if l.idx in furniture), key=lambda l: (l.y0, l.x0))
     body = [l for l in lines if l.idx not in furniture]
-    floats, body = take_floats(body, rec.regions, typical_line_height(lines))
-    flow = place_floats(_body(rec, body, exact_lines), floats, typical_line_height(lines))
+    floats, body, columnar = take_floats(body, rec.regions, typical_line_height(lines))
+    flow = place_floats(_body(rec, body, exact_lines, columnar), floats, typical_line_height(lines))
     mid = rec.height / 2
     top = [_furniture_draft(l, furniture) for l in furn if l.cy < mid]
     bottom = [_furniture_draft(l, furniture) for l in furn if l.cy >= mid]
     return _number([*top, *flow, *bottom], rec.number)
 
 
-def _body(rec: Page, body: list[LineBox], exact_lines: bool) -> list[Draft]:
-    """The body's blocks in reading order (the steps in the module docstring)."""
+def _body(rec: Page, body: list[LineBox], exact_lines: bool, columnar: set[int]) -> list[Draft]:
+    """The body's blocks in reading order (the steps in the module
+    docstring); lines in ``columnar`` (indexes) are text in columns, never
+    a table read row by row."""
     if not body:
         return []
     body = depad(body, typical_line_height(body))
@@ -101,10 +106,10 @@ def _body(rec: Page, body: list[LineBox], exact_lines: bool) -> list[Draft]:
     in_margin = {l.idx for strip in strips for l in strip}
     flowing = [l for l in body if l.idx not in in_margin]
     oversized = _oversized(flowing, h)
-    regular = [l for l in flowing if l.idx not in oversized]
+    regular = close_entry_gaps([l for l in flowing if l.idx not in oversized], h, columnar)
     if not exact_lines:  # an OCR line merged across a gutter is split there
         regular = mend(regular, find_gutters(regular, h), h, gutter)
-    ordered = reading_order(regular, gutter, min_column)
+    ordered = reading_order(regular, gutter, min_column, columnar)
     metrics = measure(ordered, h, rec.height, rec.number)
     runs = [run for piece in take_listings(ordered, metrics)
             for run in ([piece] if isinstance(piece, Draft) else segment(piece, metrics))]

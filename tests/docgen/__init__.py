@@ -19,7 +19,13 @@ rasterize           image-only PDF of a document (same page sizes, no text layer
 to_tiff / to_png    multi-page TIFF / single-page PNG
 ==================  =========================================================
 
-Fonts: DejaVu Sans and DejaVu Sans Mono (fonts-dejavu-core) and WenQuanYi Micro Hei
+Pages of the kinds real manuals hold (a contents page, an index, a figure
+with labels, old books' running heads and folios) are in
+:mod:`tests.docgen.manuals`; layouts for reading quality (tables, a figure
+inside two columns, furniture) in :mod:`tests.docgen.layouts`; scanned code
+tokens in :mod:`tests.docgen.codes`.
+
+Fonts: DejaVu Sans, Serif and Sans Mono (fonts-dejavu-core) and WenQuanYi Micro Hei
 (fonts-wqy-microhei, a .ttc that fpdf2 2.8 embeds directly).
 """
 

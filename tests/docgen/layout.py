@@ -30,6 +30,7 @@ FONT_FILES = {
     "sans": Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"),
     "sansbold": Path("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"),
     "mono": Path("/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf"),
+    "serif": Path("/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf"),
     # Debian fonts-wqy-microhei; fpdf2 2.8 embeds the first face of the .ttc.
     "cjk": Path("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"),
 }

@@ -1,15 +1,20 @@
-"""Rules of dashes and rows of asterisks come out as long as they are
-printed, not as short as a CTC recognizer reads them."""
+"""Rules of dashes, rows of asterisks and leader dots come out as long as
+they are printed, not as short as a CTC recognizer reads them (or not at
+all, when the detector leaves them unboxed)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+import pypdfium2 as pdfium
 import pytest
 
-from longdoc.engines import rapidocr_worker
+from longdoc.engines import PageImage, rapidocr_worker
 from longdoc.engines.rapidocr import RapidOcrEngine
 from longdoc.engines.symbol_runs import recount_runs
-from tests.engines.pages import render_page
+from tests.docgen.manuals import contents_page
+from tests.engines.pages import english_page, render_page
 
 RULE = "1. Definitions " + "-" * 24
 STARS = "*" * 40
@@ -55,9 +60,9 @@ def test_a_run_is_never_shortened_nor_made_where_the_marks_stop():
     for k in range(3):  # three dashes drawn, 12 px apart
         image[30:33, 20 + 12 * k:28 + 12 * k] = 0
     quad = [[10, 15], [200, 15], [200, 45], [10, 45]]
-    assert recount_runs(image, [quad], ["------"]) == ["------"]  # read longer than drawn: kept
-    assert recount_runs(image, [quad], ["--"]) == ["--"]  # two are no run
-    assert recount_runs(image, [quad], ["---"]) == ["---"]
+    assert recount_runs(image, [quad], ["------"])[0] == ["------"]  # read longer than drawn: kept
+    assert recount_runs(image, [quad], ["--"])[0] == ["--"]  # two are no run
+    assert recount_runs(image, [quad], ["---"])[0] == ["---"]
 
 
 def test_a_run_cut_by_its_box_is_followed_to_its_end_but_not_into_the_next_line():
@@ -66,9 +71,91 @@ def test_a_run_cut_by_its_box_is_followed_to_its_end_but_not_into_the_next_line(
     for k in range(30):  # thirty dashes from x=40, 12 px apart: x 40..396
         image[30:33, 40 + 12 * k:48 + 12 * k] = 0
     box = [[10, 15], [150, 15], [150, 45], [10, 45]]  # the detector stopped at x=150
-    assert recount_runs(image, [box], ["A ----------"]) == ["A " + "-" * 30]
-    assert recount_runs(image, [box], ["A -"]) == ["A " + "-" * 30]  # the dash read at the edge is the rule's first
-    assert recount_runs(image, [box], ["A"]) == ["A " + "-" * 30]  # a rule the recognizer did not read at all
+    assert recount_runs(image, [box], ["A ----------"])[0] == ["A " + "-" * 30]
+    assert recount_runs(image, [box], ["A -"])[0] == ["A " + "-" * 30]  # the dash read at the edge is the rule's first
+    assert recount_runs(image, [box], ["A"])[0] == ["A " + "-" * 30]  # a rule the recognizer did not read at all
     neighbour = [[300, 15], [590, 15], [590, 45], [300, 45]]  # another line's box from x=300
-    (text, _) = recount_runs(image, [box, neighbour], ["A ----------", "-----"])
+    (text, _), _ = recount_runs(image, [box, neighbour], ["A ----------", "-----"])
     assert text == "A " + "-" * 22  # dashes up to x=300 only
+
+
+# --- leaders -------------------------------------------------------------------------
+
+
+def _scanned_image(pdf) -> PageImage:
+    """Page 1 of ``pdf`` rendered at 200 dpi, as the pipeline renders a scan."""
+    doc = pdfium.PdfDocument(str(pdf))
+    try:
+        page = doc[0]
+        width, height = page.get_size()
+        pixels = page.render(scale=200 / 72).to_numpy()[..., :3].copy()
+        return PageImage(page=1, image=pixels, dpi=200.0, width_pt=width, height_pt=height)
+    finally:
+        doc.close()
+
+
+@pytest.fixture(scope="module")
+def contents(tmp_path_factory):
+    """The generated contents pages (spaced and solid leaders), scanned, read
+    by the engine (recounted) and by its recognizer alone."""
+    tmp = tmp_path_factory.mktemp("contents")
+    out = {}
+    with RapidOcrEngine(workers=1, backend="onnxruntime", int8=False) as engine:
+        ocr = rapidocr_worker.build_ocr(*engine._setup())
+        for kind in ("spaced", "solid"):
+            page = contents_page(tmp, leaders=kind).scan(tmp / f"{kind}.pdf")
+            image = _scanned_image(page.pdf_path)
+            (rec,) = engine.recognize([image])
+            raw = rapidocr_worker._read(ocr, image.image, 0)
+            out[kind] = (page, [line.text for line in rec.lines], raw.texts)
+    return out
+
+
+def _leaders(text: str) -> str:
+    """The leader dots at the end of a line of an entry, as read."""
+    match = re.search(r"\s?\.(?:\s?\.)*\s*$", text)
+    return match.group().strip() if match else ""
+
+
+def _printed(page, title: str) -> str:
+    (entry,) = [e for e in page.entries if title in e]
+    return _leaders(re.sub(r"\s\S+$", "", entry))  # the page number off
+
+
+@pytest.mark.parametrize("kind", ["spaced", "solid"])
+def test_leader_dots_between_an_entry_and_its_page_number_are_counted_as_printed(contents, kind):
+    page, texts, raw = contents[kind]
+    titles = ["Old versions", "Describing argument types", "Optional arguments", "Testing special values",
+              "Body of an environment", "shipped with the distribution"]
+    for title in titles:
+        (line,) = [t for t in texts if title in t]
+        want = _printed(page, title)
+        got = _leaders(line)
+        assert abs(got.count(".") - want.count(".")) <= 1, (line, want)
+        assert (". ." in got) == (kind == "spaced"), line  # spaced as TeX sets them, solid as periods
+    read = [t for t in raw if any(title in t for title in titles)]
+    assert sum(_leaders(t).count(".") for t in read) < 0.5 * sum(_printed(page, t).count(".") for t in titles)
+
+
+def test_no_dot_is_made_where_the_image_has_none(contents):
+    page, texts, raw = contents["spaced"]
+    chapters = [t for t, r in zip(texts, raw) if t.startswith(("1 Introduction", "2 Creating", "4 Case"))]
+    assert chapters and all("." not in t for t in chapters)  # chapter entries have no leaders
+    image = np.full((60, 600, 3), 255, np.uint8)
+    words = [[10, 15], [150, 15], [150, 45], [10, 45]]
+    number = [[500, 15], [520, 15], [520, 45], [500, 45]]
+    image[20:40, 12:140] = 0  # the words' ink, nothing between them and the number
+    image[20:40, 502:518] = 0
+    assert recount_runs(image, [words, number], ["Introduction", "1"]) == (["Introduction", "1"], [words, number])
+    for k in range(2):  # two dots are no leaders
+        image[34:37, 200 + 20 * k:203 + 20 * k] = 0
+    assert recount_runs(image, [words, number], ["Introduction", "1"])[0] == ["Introduction", "1"]
+
+
+def test_prose_lines_keep_their_text_and_sentence_ends(tmp_path):
+    sample = english_page()
+    with RapidOcrEngine(workers=1, backend="onnxruntime", int8=False) as engine:
+        (rec,) = engine.recognize([sample.image])
+        ocr = rapidocr_worker.build_ocr(*engine._setup())
+    raw = rapidocr_worker._read(ocr, sample.image.image, 0)
+    assert sorted(line.text for line in rec.lines) == sorted(raw.texts)

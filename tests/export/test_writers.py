@@ -93,3 +93,23 @@ def test_tables_are_pipe_tables_or_html_when_cells_span():
     spanning = [C(row=0, col=0, col_span=2, text="Score"), C(row=1, col=0, text="<1"), C(row=1, col=1, text="2")]
     assert table_markdown(spanning) == ('<table>\n<tr><th colspan="2">Score</th></tr>\n'
                                         "<tr><td>&lt;1</td><td>2</td></tr>\n</table>")
+
+
+def test_a_figures_labels_are_visible_text_in_markdown_and_plain_text(tmp_path):
+    page = Page(number=1, width=612, height=792, blocks=[
+        _block(1, 0, BlockKind.PARAGRAPH, "Deliveries rose."),
+        _block(1, 1, BlockKind.FIGURE, "150\nWinter routes\nJan Feb Mar"),
+        _block(1, 2, BlockKind.CAPTION, "Figure 2. Parcels per month."),
+    ])
+    ex = open_exports(tmp_path, "doc", ("md", "json", "txt"), {"schema": "longdoc.document/1",
+        "longdoc_version": "x", "source": {"name": "d.pdf", "sha256": "0", "media_type": "application/pdf",
+        "page_count": 1, "selected_pages": [1]}, "options": {}})
+    ex.write_page(page)
+    paths = ex.close(DocumentStatus.SUCCEEDED, [], {})
+    md = paths["md"].read_text()
+    assert "<!-- figure -->\n150\nWinter routes\nJan Feb Mar\n\n*Figure 2." in md  # marker, then one label a line
+    assert "<!-- figure:" not in md
+    assert "150\nWinter routes\nJan Feb Mar" in paths["txt"].read_text()
+    (figure,) = [b for b in Document.model_validate_json(paths["json"].read_text()).pages[0].blocks
+                 if b.kind is BlockKind.FIGURE]
+    assert figure.text == "150\nWinter routes\nJan Feb Mar"

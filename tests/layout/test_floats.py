@@ -88,3 +88,37 @@ def test_a_table_region_without_a_grid_keeps_its_lines_in_the_text():
     region = Region(kind=RegionKind.TABLE, bbox=BBox(x0=60.0, y0=90.0, x1=550.0, y1=col.y), score=0.7)
     blocks = layout_page(page_of(col.lines).model_copy(update={"regions": [region]}), {})
     assert [b.kind for b in blocks] == [BlockKind.PARAGRAPH]
+
+
+def test_a_figure_region_over_a_listing_of_short_lines_gives_them_back_to_the_text():
+    """A contents listing the model called a figure: short entries one under
+    the other, their page numbers at the right edge."""
+    col = Column((72.0, 540.0), 100.0)
+    col.paragraph(PARAGRAPHS[0])
+    top = col.y + 10
+    entries = ["Introduction", "Old versions", "Describing argument types", "Optional arguments",
+               "Testing special values"]
+    lines = []
+    for k, text in enumerate(entries):
+        lines += [line(text, 88.0, top + k * PITCH), line(str(2 * k + 1), 530.0, top + k * PITCH)]
+    region = Region(kind=RegionKind.FIGURE, bbox=BBox(x0=80.0, y0=top - 4, x1=545.0, y1=top + 5 * PITCH), score=0.9)
+    blocks = layout_page(page_of([*col.lines, *lines]).model_copy(update={"regions": [region]}), {})
+    assert BlockKind.FIGURE not in {b.kind for b in blocks}
+    assert blocks[-1].kind is BlockKind.LIST
+    assert blocks[-1].text.split("\n") == [f"{t} {2 * k + 1}" for k, t in enumerate(entries)]
+
+
+def test_a_figure_keeps_its_scattered_labels_row_by_row():
+    col = Column((72.0, 540.0), 100.0)
+    col.paragraph(PARAGRAPHS[0])
+    top = col.y + 20
+    ticks = [line(t, 110.0, top + 30 * k) for k, t in enumerate(["150", "100", "50", "0"])]
+    months = [line(m, 150.0 + 50 * k, top + 100 + 0.4 * (k % 2)) for k, m in enumerate(["Jan", "Feb", "Mar", "Apr"])]
+    legend = [line("Winter routes", 420.0, top + 10), line("Summer routes", 420.0, top + 40)]
+    region = Region(kind=RegionKind.FIGURE, bbox=BBox(x0=100.0, y0=top - 5, x1=520.0, y1=top + 115), score=0.9)
+    page = page_of([*col.lines, *ticks, *months, *legend]).model_copy(update={"regions": [region]})
+    blocks = layout_page(page, {})
+    (figure,) = [b for b in blocks if b.kind is BlockKind.FIGURE]
+    assert figure.text.split("\n") == ["150", "Winter routes", "100", "Summer routes", "50", "0", "Jan", "Feb", "Mar",
+                                       "Apr"]
+    assert [b.kind for b in blocks] == [BlockKind.PARAGRAPH, BlockKind.FIGURE]

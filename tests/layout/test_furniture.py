@@ -2,10 +2,10 @@
 
 import pytest
 
-from longdoc.layout.furniture import find_furniture, folio_value, furniture_pattern
+from longdoc.layout.furniture import find_furniture, folio_value, furniture_pattern, running_head
 from longdoc.model import BBox, BlockKind, Region, RegionKind
 
-from .synth import FULL, PARAGRAPHS, Column, journal_page, line, page_of
+from .synth import FULL, PARAGRAPHS, PITCH, SIZE, Column, journal_page, line, page_of
 
 
 def _kinds(page, neighbors=()):
@@ -261,3 +261,48 @@ def test_a_model_header_region_over_a_smaller_first_line_takes_it_out():
     same_size = line("Journal of Examples, Volume Three", 56, 72.0 - 3)
     page = page_of([same_size, *body]).model_copy(update={"regions": region})
     assert find_furniture(page, []) == {}  # body-sized, no wider gap than a paragraph break: body text
+
+
+# --- single pages: running heads with their page number, lone folios ----------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "head"),
+    [("400 BRITISH HUSBANDRY. [Ch. XIX.", True), ("CHAPTER 3. METHODS 27", True), ("xii PREFACE", True),
+     ("12 Chapter Two: Results", True), ("THE GARDEN 212", True),
+     ("12 apples were bought", False), ("2 Methods", False), ("Introduction", False), ("12", False),
+     ("2 Results and Discussion of the field trials in the northern districts of the county, 1887-1902", False)],
+)
+def test_running_head(text, head):
+    assert running_head(text) is head
+
+
+def test_a_running_head_holding_the_page_number_is_a_header_on_a_single_page():
+    head = line("400 BRITISH HUSBANDRY. [Ch. XIX.", 72.0, 40.0)
+    assert _kinds(page_of([head, *_body(1, top=64.0)])) == {head.text: BlockKind.HEADER}
+    words = line("12 apples were bought", 72.0, 40.0)
+    assert _kinds(page_of([words, *_body(1, top=64.0)])) == {}  # a number beside words is not enough
+
+
+def test_a_lone_folio_a_blank_line_under_the_text_is_the_page_number():
+    """Text set close to the foot; the folio a blank line under it, nearer
+    than the edge zone's gap (a full line height)."""
+    col = Column(FULL, 560.0)
+    for text in PARAGRAPHS[:6]:
+        col.paragraph(text)
+    folio = line("62", 300.0, col.lines[-1].bbox.y1 + 0.6 * SIZE)
+    assert _kinds(page_of([*col.lines, folio])) == {"62": BlockKind.PAGE_NUMBER}
+
+
+def test_stacked_page_numbers_of_a_contents_page_are_not_its_page_number():
+    entries = [line(text, 72.0, 40.0 + k * PITCH) for k, text in enumerate(["Filename Parsing", "TeX Versions"])]
+    numbers = [line(n, 520.0, 40.0 + k * PITCH) for k, n in enumerate(["11", "13"])]
+    page = page_of([*entries, *numbers, *_body(1, top=100.0), line("ii", 300.0, 750.0)])
+    assert _kinds(page) == {"ii": BlockKind.PAGE_NUMBER}
+
+
+def test_a_heading_the_layout_model_calls_a_header_stays_in_the_text_when_set_larger():
+    heading = line("Contents", 72.0, 40.0, size=17.0)
+    region = Region(kind=RegionKind.HEADER, bbox=BBox(x0=70.0, y0=38.0, x1=160.0, y1=59.0), score=0.7)
+    page = page_of([heading, *_body(1)]).model_copy(update={"regions": [region]})
+    assert _kinds(page) == {}

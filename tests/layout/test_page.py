@@ -246,6 +246,26 @@ def test_headings_by_size_and_by_numbering_get_levels():
     assert numbered.text == blocks[2].text
 
 
+def test_a_body_line_with_a_taller_box_is_no_heading_a_larger_line_is():
+    """OCR draws some lines' boxes taller (tall letters, a scan's first line
+    of a column): the line still runs on at the body's pitch, its characters
+    as wide as the body's. A heading set larger has wider characters."""
+    col = Column(LEFT, 90.0)
+    rows = col.paragraph(PARAGRAPHS[0] + " " + PARAGRAPHS[1], indent=0.0)
+    first, third = rows[0], rows[2]
+    tall = [l.model_copy(update={"bbox": l.bbox.model_copy(update={"y0": l.bbox.y0 - 2.5, "y1": l.bbox.y1 + 2.5})})
+            if l in (first, third) else l for l in col.lines]  # 1.5x the body's box, same width
+    heading = line("Results", 72.0, col.y + 10, size=16.0)
+    after = Column(LEFT, col.y + 40)
+    after.paragraph(PARAGRAPHS[2], indent=0.0)
+    page = _laid_out(page_of(raster([*tall, heading, *after.lines]), 3))
+    assert [(b.kind, b.text) for b in page.main_blocks()] == [
+        (BlockKind.PARAGRAPH, PARAGRAPHS[0] + " " + PARAGRAPHS[1]),
+        (BlockKind.HEADING, "Results"),
+        (BlockKind.PARAGRAPH, PARAGRAPHS[2]),
+    ]
+
+
 def test_numbered_heading_without_space_after_it_is_its_own_block():
     col = Column(FULL, 90.0)
     col.rows(["3 Results", "The results are shown below and they are good for all of the test", "cases we ran."])

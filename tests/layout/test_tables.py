@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from longdoc.layout.geometry import LineBox
-from longdoc.layout.tables import fill_cells, table_text, words
+from longdoc.layout.tables import fill_cells, grid_fit, table_text, words
 from longdoc.model import BBox, Line, TableCell
 
 from .synth import CHAR_W, line
@@ -85,3 +85,15 @@ def test_table_text_is_one_line_per_row_with_tabs():
     cells = [TableCell(row=0, col=0, text="a"), TableCell(row=0, col=1, text="b"), TableCell(row=1, col=0, text="1"),
              TableCell(row=1, col=1, text="2")]
     assert table_text(cells) == "a\tb\n1\t2"
+
+
+def test_a_grid_that_fits_its_words_is_trusted_one_that_cuts_through_them_is_not():
+    rows = [[f"r{r}c{c}" for c in range(4)] for r in range(6)]
+    cells = [line(text, X[c] + 4, ROW_TOP + r * PITCH + 3) for r, row in enumerate(rows) for c, text in enumerate(row)]
+    assert grid_fit(_grid(6), _boxes(cells), 10.0).trusted()
+    # two columns of index entries whose names run across a column boundary of the four-column grid
+    entries = [line(f"\\\\@dottedtocline{r} {100 + r}, {200 + r}", X[2 * c] + 50, ROW_TOP + r * PITCH + 3)
+               for r in range(6) for c in range(2)]
+    fit = grid_fit(_grid(6), _boxes(entries), 10.0)
+    assert fit.straddling > 0.5 and not fit.trusted()
+    assert not grid_fit(_grid(6), [], 10.0).trusted()  # a grid holding no word fits nothing

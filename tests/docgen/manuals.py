@@ -1,0 +1,406 @@
+"""Generated pages of the kinds real manuals hold: a contents page, a
+multi-column index, a figure with labels, running heads of old books.
+
+Each generator writes a one-page born-digital PDF (A4; an old book's page
+is 5.5 x 8.5 in) into ``tmp_dir`` and returns a :class:`ManualPage`: the file and what a reader sees on it,
+line by line, as printed (``lines``: every text line of the page in
+reading order, leaders written as drawn: ``. . . .`` for spaced dots,
+``....`` for dots set solid), plus what each scenario checks
+(``entries``, ``labels``, ``furniture``…). :meth:`ManualPage.scan` is
+the page as an office scanner makes it (:func:`~tests.docgen.raster.office_scan`).
+
+=====================  ======================================================
+contents_page          "Contents", chapter entries (bold, no leaders, page
+                       number at the right edge), section entries with
+                       leaders (spaced as TeX sets them, or solid), an entry
+                       wrapped over two lines, roman page numbers
+index_page             "Index" over columns of short entries, references
+                       right-aligned and running onto further lines: page
+                       numbers after leaders (``\\@tempa . . 60, 79, 86``)
+                       or code-line references (``\\@tempa x451, y12``)
+figure_page            a paragraph, a bar chart with its labels (axis ticks
+                       and title, months, a legend), its caption, a paragraph
+old_book_page          one page of an old book, set close: a running head
+                       holding the page number beside the title (``400
+                       BRITISH HUSBANDRY. [Ch. XIX.``) and / or a lone
+                       folio one blank line under the text
+=====================  ======================================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.docgen.layout import A4, Canvas, Style, wrap_words
+from tests.docgen.prose import EnglishProse
+from tests.docgen.raster import office_scan
+
+MARGIN = 72.0
+RIGHT = A4[0] - MARGIN
+ENTRY = Style("sans", 10.5, 14.5)
+CHAPTER = Style("sansbold", 10.5, 14.5)
+TITLE = Style("sansbold", 17, 24)
+#: TeX sets a leader dot every 0.75 em, on one grid for the whole page
+SPACED_PITCH_EM = 0.75
+
+
+@dataclass(frozen=True)
+class ManualPage:
+    """A generated page and what is printed on it.
+
+    - ``lines``: each printed line's text, top to bottom (leaders as drawn);
+    - ``entries``: contents or index entries, one string per entry as
+      printed (a wrapped entry's two lines joined by a space);
+    - ``labels``: texts drawn inside a figure;
+    - ``furniture``: running heads and folios (not body text);
+    - ``body``: the first words of each body paragraph.
+    """
+
+    pdf_path: Path
+    lines: list[str]
+    entries: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    furniture: list[str] = field(default_factory=list)
+    body: list[str] = field(default_factory=list)
+
+    def scan(self, out_path: str | Path, *, seed: int | str = 0, max_skew: float = 0.6) -> ManualPage:
+        """The same page scanned at 200 dpi (grey, skewed, JPEG): an image-only PDF."""
+        office_scan(self.pdf_path, out_path, seed=seed, max_skew=max_skew)
+        return dataclasses.replace(self, pdf_path=Path(out_path))
+
+
+class _Page:
+    """One A4 page drawn text by text; keeps the printed lines in order."""
+
+    def __init__(self, fonts: tuple[str, ...] = ("sans", "sansbold"), size: tuple[float, float] = A4) -> None:
+        self.canvas = Canvas(size, fonts)
+        self.canvas.pdf.add_page()
+        self.lines: list[tuple[float, float, str]] = []  # (baseline, x, text)
+
+    def text(self, x: float, baseline: float, text: str, style: Style, *, record: bool = True) -> float:
+        """Draw ``text``; return its right edge."""
+        pdf = self.canvas.pdf
+        pdf.set_font(style.font, size=style.size)
+        pdf.text(x, baseline, text)
+        if record:
+            self.lines.append((baseline, x, text))
+        return x + self.canvas.width(text, style)
+
+    def width(self, text: str, style: Style) -> float:
+        return self.canvas.width(text, style)
+
+    def printed(self) -> list[str]:
+        """The recorded texts, those of one baseline joined left to right."""
+        rows: dict[float, list[tuple[float, str]]] = {}
+        for baseline, x, text in self.lines:
+            rows.setdefault(round(baseline, 1), []).append((x, text))
+        return [" ".join(t for _, t in sorted(rows[b])) for b in sorted(rows)]
+
+    def save(self, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.canvas.pdf.output(str(path))
+        return path
+
+
+# --- contents -------------------------------------------------------------------------
+
+#: (level, number, title, page); level 0 = chapter (bold, no leaders)
+CONTENTS = [
+    (1, "", "Preface", "vii"),
+    (1, "", "Acknowledgements", "ix"),
+    (0, "1", "Introduction", "1"),
+    (1, "1.1", "Old versions", "2"),
+    (1, "1.2", "Describing argument types", "3"),
+    (1, "1.3", "Modifying argument descriptions", "5"),
+    (0, "2", "Creating document commands", "8"),
+    (1, "2.1", "Optional arguments", "9"),
+    (1, "2.2", "Spacing and optional arguments", "11"),
+    (1, "2.3", "Checking the configuration of a new installation against the defaults shipped "
+               "with the distribution", "14"),
+    (1, "2.4", "Testing special values", "17"),
+    (1, "2.5", "Argument processors", "21"),
+    (0, "3", "Copying and showing commands", "24"),
+    (1, "3.1", "Body of an environment", "26"),
+    (1, "3.2", "Fully expandable document commands", "29"),
+    (0, "4", "Case changing", "33"),
+]
+
+
+def contents_page(tmp_dir: str | Path, *, leaders: str = "spaced") -> ManualPage:
+    """One A4 page: "Contents" (bold, 17 pt), then :data:`CONTENTS` in 10.5 pt:
+    chapters bold with their page number at the right edge and no leaders,
+    the other entries indented with leader dots up to the page number
+    (``leaders="spaced"``: a dot every 0.75 em on one grid, as TeX sets
+    them; ``"solid"``: periods set one after the other), entry 2.3
+    wrapped over two lines (the leaders and the number on the second):
+    ``contents-<leaders>.pdf``.
+
+    Truth: ``entries`` as printed, one per entry (a wrapped entry's lines
+    joined by a space), with as many dots as drawn.
+    """
+    if leaders not in ("spaced", "solid", "none"):
+        raise ValueError(f"leaders must be 'spaced', 'solid' or 'none', got {leaders!r}")
+    page = _Page()
+    page.text(MARGIN, 110, "Contents", TITLE)
+    y = 150.0
+    entries = []
+    for level, number, title, folio in CONTENTS:
+        style = CHAPTER if level == 0 else ENTRY
+        if level == 0:
+            y += 6
+        x_number = MARGIN + (0 if level == 0 else 16)
+        x_title = x_number + (page.width(number + "  ", style) if number else 0)
+        folio_x = RIGHT - page.width(folio, style)
+        room = folio_x - 2 * page.width(". ", style) - x_title
+        rows = wrap_words(page.canvas, title.split(), style, room)
+        if number:
+            page.text(x_number, y, number, style)
+        for i, row in enumerate(rows[:-1]):
+            page.text(x_title, y, " ".join(row), style)
+            y += style.leading
+        end = page.text(x_title, y, " ".join(rows[-1]), style)
+        dots = "" if level == 0 or leaders == "none" else _leaders(page, end, folio_x, y, leaders)
+        page.text(folio_x, y, folio, style)
+        y += style.leading
+        parts = [number, *(" ".join(r) for r in rows), dots, folio]
+        entries.append(" ".join(p for p in parts if p))
+    return ManualPage(page.save(Path(tmp_dir) / f"contents-{leaders}.pdf"), page.printed(), entries=entries)
+
+
+def _leaders(page: _Page, start: float, stop: float, baseline: float, kind: str) -> str:
+    """Draw leader dots between ``start`` and ``stop`` (a gap of about a dot's
+    pitch kept on both sides); return them as printed."""
+    if kind == "solid":
+        step = page.width(".", ENTRY)
+        count = int((stop - start - 2 * page.width(" ", ENTRY)) / step)
+        dots = "." * count
+        page.text(start + page.width(" ", ENTRY), baseline, dots, ENTRY, record=False)
+        page.lines.append((baseline, start + 1, dots))
+        return dots
+    pitch = SPACED_PITCH_EM * ENTRY.size
+    first = (int((start + pitch) / pitch) + 1) * pitch
+    xs = []
+    x = first
+    while x + page.width(".", ENTRY) <= stop - 0.8 * pitch:
+        page.text(x, baseline, ".", ENTRY, record=False)
+        xs.append(x)
+        x += pitch
+    text = " ".join("." * len(xs))
+    page.lines.append((baseline, start + 1, text))
+    return text
+
+
+# --- index ------------------------------------------------------------------------------
+
+INDEX = Style("sans", 8.5, 11.0)
+INDEX_HEAD = Style("sansbold", 8.5, 11.0)
+_MACROS = ["tempa", "tempb", "tempcnta", "tempdima", "tempswa", "temptokena", "ifnextchar", "gobble", "gobbletwo",
+           "firstofone", "secondoftwo", "empty", "ifundefined", "namedef", "nameuse", "onlypreamble", "car", "cdr",
+           "for", "tfor", "whilenum", "whiledim", "whilesw", "currsize", "currenvir", "ehc", "eha", "latexerr",
+           "spaces", "dblarg", "xdblarg", "sptoken", "testopt", "protected", "makeother", "vobeyspaces",
+           "startsection", "sect", "ssect", "xsect", "svsec", "hangfrom", "seccntformat", "dottedtocline",
+           "tocline", "starttoc", "writefile", "mkboth", "outputpage", "makecol", "opcol", "colht", "colroom",
+           "textmin", "mparbottom", "reinserts", "freelist", "toplist", "botlist", "midlist", "deferlist",
+           "dbltoplist", "dbldeferlist", "currlist", "currbox", "floatpenalty", "fltovf", "largefloatcheck",
+           "xnext", "setfloattyp", "floatplacement", "dblfloatplacement", "combinefloats", "cflt", "cflb"]
+
+
+def index_page(tmp_dir: str | Path, *, seed: int = 0, columns: int = 3, refs: str = "pages") -> ManualPage:
+    """One A4 page: "Index" (bold, 17 pt) over ``columns`` columns of index
+    entries in 8.5 pt, each a macro name and its references, right-aligned
+    at the column's edge, running onto further lines as needed:
+    ``refs="pages"``: page numbers after leader dots (``\\@tempa . . . .
+    60, 79, 86``); ``refs="code lines"``: code-line references without
+    leaders, as LaTeX's doc package sets them (``\\@tempa  x451, y12,
+    b508``): ``index-<columns>-<refs>.pdf``.
+
+    Truth: ``entries`` in reading order (column by column), an entry's
+    lines joined by a space; ``lines``: every printed line.
+    """
+    if refs not in ("pages", "code lines"):
+        raise ValueError(f"refs must be 'pages' or 'code lines', got {refs!r}")
+    rng = random.Random(seed)
+    page = _Page()
+    page.text(MARGIN, 100, "Index", TITLE)
+    gutter = 18.0
+    width = (RIGHT - MARGIN - (columns - 1) * gutter) / columns
+    fits = [n for n in _MACROS if page.width(f"\\@{n} x999,", INDEX) + 12.0 <= width]  # a reference fits beside it
+    names = sorted(rng.sample(fits, min(len(fits), 23 * columns)))
+    per_column = (len(names) + columns - 1) // columns
+    entries: list[str] = []
+    printed: list[str] = []
+    for k in range(columns):
+        x, y = MARGIN + k * (width + gutter), 130.0
+        for name in names[k * per_column:(k + 1) * per_column]:
+            lines = _index_entry(page, rng, "\\@" + name, x, y, width, refs)
+            printed += lines
+            entries.append(" ".join(lines))
+            y += len(lines) * INDEX.leading
+    return ManualPage(page.save(Path(tmp_dir) / f"index-{columns}-{refs.replace(' ', '-')}.pdf"), ["Index", *printed],
+                      entries=entries)
+
+
+def _index_entry(page: _Page, rng: random.Random, head: str, x: float, y: float, width: float,
+                 kind: str) -> list[str]:
+    """Draw one index entry at (x, y); return its lines as printed."""
+    count = rng.choice([1, 2, 3, 3, 4, 6]) if kind == "pages" else rng.randint(1, 8)
+    numbers = sorted(rng.sample(range(12, 990), count))
+    refs = [str(n) if kind == "pages" else f"{rng.choice('pvsxbyz')}{n}" for n in numbers]
+    end = page.text(x, y, head, INDEX, record=False)
+    rows: list[list[str]] = [[]]
+    room = x + width - end - 12.0
+    for ref in refs:
+        if rows[-1] and page.width(", ".join([*rows[-1], ref]) + ",", INDEX) > room:
+            rows.append([])
+            room = width - 12.0
+        rows[-1].append(ref)
+    lines = []
+    for i, row in enumerate(rows):
+        text = ", ".join(row) + ("," if i < len(rows) - 1 else "")
+        ref_x = x + width - page.width(text, INDEX)
+        dots = _index_dots(page, end, ref_x, y) if i == 0 and kind == "pages" else ""
+        page.text(ref_x, y + i * INDEX.leading, text, INDEX, record=False)
+        lines.append(" ".join(p for p in ((head, dots, text) if i == 0 else (text,)) if p))
+    return lines
+
+
+def _index_dots(page: _Page, start: float, stop: float, baseline: float) -> str:
+    """Spaced leader dots from ``start`` to ``stop`` on the page's grid; as printed."""
+    pitch = SPACED_PITCH_EM * INDEX.size
+    x = (int((start + pitch) / pitch) + 1) * pitch
+    count = 0
+    while x + page.width(".", INDEX) <= stop - 0.8 * pitch:
+        page.text(x, baseline, ".", INDEX, record=False)
+        x += pitch
+        count += 1
+    return " ".join("." * count)
+
+
+# --- old books ----------------------------------------------------------------------------
+
+BOOK = (396.0, 612.0)  # 5.5 x 8.5 in
+BOOK_TEXT = Style("serif", 10.5, 13.0)
+BOOK_MARGIN = 50.0
+
+
+def old_book_page(tmp_dir: str | Path, *, head: tuple[str, ...] = (), foot: str | None = None, seed: int = 0,
+                  name: str = "old-book") -> ManualPage:
+    """One page of an old book (5.5 x 8.5 in, serif 10.5 pt on 13 pt, set
+    close): ``head``, when given, is the running head's parts spread over
+    the text width on the first row, one blank line above the text
+    (``("400", "BRITISH HUSBANDRY.", "[Ch. XIX.")``: the folio at the left,
+    the title centred, the chapter mark at the right; two parts: at the
+    left and right edges; one part: at the left); then paragraphs with a
+    first-line indent to the foot of the text; ``foot``, when given, is a
+    folio centred one blank line under the text: ``<name>.pdf``.
+
+    Truth: ``furniture`` (the running head as one string, the folio);
+    ``body``: each paragraph's first five words; ``lines``: every printed
+    line.
+    """
+    rng_prose = EnglishProse(seed + 707)
+    page = _Page(("serif",), BOOK)
+    width = BOOK[0] - 2 * BOOK_MARGIN
+    furniture = []
+    top = BOOK_MARGIN + 10
+    if head:
+        xs = _spread(page, list(head), BOOK_MARGIN, BOOK_MARGIN + width)
+        for x, part in zip(xs, head):
+            page.text(x, top, part, BOOK_TEXT)
+        furniture.append(" ".join(head))
+        top += BOOK_TEXT.leading  # one blank line under the head
+    y, bottom = top + BOOK_TEXT.leading, BOOK[1] - BOOK_MARGIN - 2 * BOOK_TEXT.leading
+    body = []
+    while y < bottom - 2 * BOOK_TEXT.leading:
+        words = " ".join(rng_prose.sentences(rng_prose.rng.randint(2, 4))).split()
+        indent = 1.5 * BOOK_TEXT.size
+        rows = wrap_words(page.canvas, words, BOOK_TEXT, width, first_indent=indent)
+        rows = rows[:max(1, int((bottom - y) / BOOK_TEXT.leading))]
+        body.append(" ".join(rows[0][:5]))
+        for i, row in enumerate(rows):
+            page.text(BOOK_MARGIN + (indent if i == 0 else 0.0), y, " ".join(row), BOOK_TEXT)
+            y += BOOK_TEXT.leading
+    if foot is not None:
+        y += BOOK_TEXT.leading
+        page.text((BOOK[0] - page.width(foot, BOOK_TEXT)) / 2, y, foot, BOOK_TEXT)
+        furniture.append(foot)
+    return ManualPage(page.save(Path(tmp_dir) / f"{name}.pdf"), page.printed(), furniture=furniture, body=body)
+
+
+def _spread(page: _Page, parts: list[str], left: float, right: float) -> list[float]:
+    """x of each part: the first at ``left``, the last ending at ``right``, a
+    middle one centred."""
+    xs = [left]
+    if len(parts) == 1:
+        return xs
+    if len(parts) == 3:
+        xs.append((left + right - page.width(parts[1], BOOK_TEXT)) / 2)
+    xs.append(right - page.width(parts[-1], BOOK_TEXT))
+    return xs
+
+
+# --- a figure with labels -------------------------------------------------------------------
+
+BODY = Style("sans", 10.5, 14.5)
+LABEL = Style("sans", 9, 11)
+FIGURE_LABELS = ["150", "100", "50", "0", "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Parcels", "Winter routes",
+                 "Summer routes"]
+FIGURE_CAPTION = "Figure 2. Parcels delivered per month on winter and summer routes."
+
+
+def figure_page(tmp_dir: str | Path, *, seed: int = 0) -> ManualPage:
+    """One A4 page: a paragraph, a bar chart in a thin frame with its labels
+    (y-axis ticks 0–150, months under the bars, an axis title, a two-entry
+    legend), the caption "Figure 2. ..." under it, a paragraph:
+    ``figure.pdf``.
+
+    Truth: ``labels`` (:data:`FIGURE_LABELS`, every text drawn inside the
+    frame); ``body``: each paragraph's first five words.
+    """
+    prose = EnglishProse(seed + 808)
+    page = _Page()
+    width = RIGHT - MARGIN
+    y = 110.0
+    body = []
+    for above in (True, False):
+        if not above:  # the chart and its caption between the two paragraphs
+            y = _chart(page, MARGIN + 40, y + 10, width - 80, 210.0) + 24
+            page.text(MARGIN + (width - page.width(FIGURE_CAPTION, BODY)) / 2, y, FIGURE_CAPTION, BODY)
+            y += 2 * BODY.leading
+        rows = wrap_words(page.canvas, " ".join(prose.sentences(5)).split(), BODY, width)
+        body.append(" ".join(rows[0][:5]))
+        for row in rows:
+            page.text(MARGIN, y, " ".join(row), BODY)
+            y += BODY.leading
+    return ManualPage(page.save(Path(tmp_dir) / "figure.pdf"), page.printed(), labels=list(FIGURE_LABELS), body=body)
+
+
+def _chart(page: _Page, x: float, y: float, w: float, h: float) -> float:
+    """A bar chart with its labels in a frame at (x, y); returns its bottom."""
+    pdf = page.canvas.pdf
+    pdf.set_line_width(0.5)
+    pdf.rect(x, y, w, h)
+    ax0, ay0, ax1, ay1 = x + 60, y + h - 30, x + w - 120, y + 20
+    pdf.line(ax0, ay0, ax1, ay0)
+    pdf.line(ax0, ay0, ax0, ay1)
+    for k, tick in enumerate(["0", "50", "100", "150"]):
+        ty = ay0 - k * (ay0 - ay1) / 3
+        page.text(ax0 - 8 - page.width(tick, LABEL), ty + 3, tick, LABEL, record=False)
+    page.text(x + 8, (ay0 + ay1) / 2, "Parcels", LABEL, record=False)
+    months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun"]
+    slot = (ax1 - ax0) / len(months)
+    for k, month in enumerate(months):
+        for j, share in enumerate((0.3 + 0.1 * k, 0.8 - 0.1 * k)):
+            bh = share * (ay0 - ay1)
+            pdf.set_fill_color(90 if j == 0 else 190)
+            pdf.rect(ax0 + k * slot + 6 + j * (slot - 12) / 2, ay0 - bh, (slot - 12) / 2, bh, style="F")
+        page.text(ax0 + k * slot + (slot - page.width(month, LABEL)) / 2, ay0 + 14, month, LABEL, record=False)
+    for j, name in enumerate(("Winter routes", "Summer routes")):
+        ly = ay1 + 10 + 30 * j
+        pdf.set_fill_color(90 if j == 0 else 190)
+        pdf.rect(ax1 + 14, ly - 7, 8, 8, style="F")
+        page.text(ax1 + 28, ly, name, LABEL, record=False)
+    return y + h
