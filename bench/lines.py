@@ -264,6 +264,9 @@ def rules() -> dict[str, Any]:
     for name in ("mean", "margin", "digits", "mixed", "case"):
         out[f"without {name}"] = (lambda n: lambda t, r: any(v for k, v in parts(t, r).items()
                                                              if k not in (n, "code")))(name)
+    glued = re.compile(r"[,;:!?)\]][A-Za-z]|[a-z][(\[]")
+    out["cascade + glued punctuation"] = lambda t, r: rule(t, r) or bool(glued.search(t))
+    out["only glued punctuation"] = lambda t, r: bool(glued.search(t))
     for bar in (0.05, 0.1, 0.3):
         out[f"margin bar {bar}"] = (lambda b: lambda t, r: rule(t, r, margin=b))(bar)
     for bar in (0.93, 0.95):
@@ -292,15 +295,15 @@ def differences(lines: list[TruthLine], fast: str, accurate: str) -> None:
         print(f"  {kind:<8} {better:<16} {n}")
 
 
-def replay_rules(lines: list[TruthLine], accurate: str) -> None:
-    """The cascade with each rule: tiny's reading unless the rule sends the line to ``accurate``."""
-    print(f"\ncascade rules (tiny, then {accurate}):")
-    differ = sum(line_norm(l.readings["tiny"][0]) != line_norm(l.readings[accurate][0]) for l in lines)
+def replay_rules(lines: list[TruthLine], accurate: str, fast: str = "tiny") -> None:
+    """The cascade with each rule: ``fast``'s reading unless the rule sends the line to ``accurate``."""
+    print(f"\ncascade rules ({fast}, then {accurate}):")
+    differ = sum(line_norm(l.readings[fast][0]) != line_norm(l.readings[accurate][0]) for l in lines)
     print(f"  lines where tiny and {accurate} differ: {differ}/{len(lines)} ({differ / len(lines):.1%})")
     for name, rule in rules().items():
         chosen, again, caught = {}, 0, 0
         for i, l in enumerate(lines):
-            t, _, r = l.readings["tiny"]
+            t, _, r = l.readings[fast]
             use = rule(t, r)
             again += use
             caught += use and line_norm(t) != line_norm(l.readings[accurate][0])
@@ -374,9 +377,10 @@ def main() -> int:
         again = f"  re-read {_recognizers[-1].rechecked / max(1, _recognizers[-1].lines):.1%}" \
             if name.startswith("cascade") and _recognizers else ""
         print(f"{name:<14} {1000 * seconds / max(1, len(lines)):6.1f} ms/line  " + " | ".join(cells) + again, flush=True)
-    if args.rules and {"tiny", args.accurate} <= set(names):
-        differences(lines, "tiny", args.accurate)
-        replay_rules(lines, args.accurate)
+    fast = next((n for n in names if n.startswith("tiny")), None)
+    if args.rules and fast and args.accurate in names:
+        differences(lines, fast, args.accurate)
+        replay_rules(lines, args.accurate, fast)
     if args.show and len(names) >= 2:
         a, b = names[:2]
         shown = 0

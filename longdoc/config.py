@@ -149,11 +149,12 @@ class InferenceSettings(_Section):
                        "wheel's model (its convolutions in int8): 1.2x faster on ONNX Runtime, slower on OpenVINO, "
                        "and it reads real documents worse (line CER 1.23% against 1.11%, bench/lines.py); "
                        "false = the float model")
-    recognizer: Literal["cascade", "small", "tiny"] = Field(
-        default="cascade", description="rapidocr: which text recognizer reads the lines; cascade: PP-OCRv6 tiny "
-        "reads every line and the small model reads again the lines tiny is unsure of (4-5x less recognition "
-        "time on dense pages, the small model's accuracy); small or tiny: that model alone")
-    recheck_below: float = Field(default=0.96, ge=0.0, le=1.0, description="rapidocr cascade: a line tiny reads "
+    recognizer: Literal["auto", "cascade", "small", "tiny"] = Field(
+        default="auto", description="rapidocr: which text recognizer reads the lines; cascade: PP-OCRv6 tiny "
+        "reads every line and the small model reads again the lines tiny may have got wrong (about a third of a "
+        "real page's); small or tiny: that model alone; auto: small alone where this machine runs it at most "
+        "2.2x tiny's cost (timed with the runtimes, e.g. OpenVINO on AMX), else the cascade")
+    recheck_below: float = Field(default=0.93, ge=0.0, le=1.0, description="rapidocr cascade: a line tiny reads "
                                  "with a mean character confidence below this (or with a run of 4+ digits) is "
                                  "read again by the small model")
     recycle_after_pages: int = Field(default=200, ge=0, description="a rapidocr worker process is replaced after "

@@ -57,6 +57,8 @@ PROBE_TIMEOUT_S = 300.0
 #: by ±5% run to run, and OpenVINO compiles its models at every start
 #: (~1-2 s more than ONNX Runtime per worker)
 OPENVINO_MARGIN = 0.10
+#: bump when what is timed changes (the choice is then timed again, not read back)
+CALIBRATION = 2
 #: the models of the rapidocr wheel
 DET_MODEL = "PP-OCRv6_det_small.onnx"
 REC_MODEL = "PP-OCRv6_rec_small.onnx"
@@ -107,10 +109,11 @@ Candidates = dict[str, dict[str, dict[str, Any]]]
 
 def choose(asked: str, threads: int, roles: Sequence[str], candidates: Callable[[], Candidates],
            models: Sequence[str | None] = (), probe: Callable[..., dict[str, dict[str, float]]] | None = None
-           ) -> tuple[dict[str, Backend], str]:
+           ) -> tuple[dict[str, Backend], str, dict[str, dict[str, float]]]:
     """The runtime of each of ``roles`` for ``asked`` (auto, onnxruntime,
-    openvino), and why: ``asked``, ``measured``, ``remembered``, ``only one
-    installed`` or ``timing failed``. ``candidates()`` gives, per role, the
+    openvino), why (``asked``, ``measured``, ``remembered``, ``only one
+    installed`` or ``timing failed``) and the seconds timed per role and
+    runtime (empty unless measured or remembered). ``candidates()`` gives, per role, the
     settings that run its model on each runtime (called only when timing);
     ``models``: the model files the roles read (their hashes are part of
     what the choice is remembered under); ``probe(candidates, owner_pid)``
@@ -122,21 +125,21 @@ def choose(asked: str, threads: int, roles: Sequence[str], candidates: Callable[
         if not available(asked):
             raise EngineUnavailable(f"inference.backend is {asked!r} but the `{asked}` package is not installed.",
                                     hint=f"pip install {asked}, or set inference.backend: auto")
-        return {role: asked for role in roles}, "asked"  # type: ignore[misc]
+        return {role: asked for role in roles}, "asked", {}  # type: ignore[misc]
     if not available("openvino"):
-        return {role: "onnxruntime" for role in roles}, "only one installed"
+        return {role: "onnxruntime" for role in roles}, "only one installed", {}
     key = machine_key(threads, [*roles, *(m or "" for m in models)])
     remembered = _read_cache().get(key)
     if remembered and set(remembered.get("runtimes", {})) == set(roles) and \
             all(b in BACKENDS for b in remembered["runtimes"].values()):
-        return remembered["runtimes"], "remembered"
+        return remembered["runtimes"], "remembered", remembered.get("seconds", {})
     seconds = _probe(candidates(), probe)
     if set(seconds) != set(roles):
-        return {role: "onnxruntime" for role in roles}, "timing failed"
+        return {role: "onnxruntime" for role in roles}, "timing failed", {}
     runtimes = {role: faster(seconds[role]) for role in roles}
     log.info("runtimes chosen", extra={"runtimes": runtimes, "seconds": seconds})
     _write_cache(key, {"runtimes": runtimes, "seconds": seconds, "measured_at": time.time()})
-    return runtimes, "measured"
+    return runtimes, "measured", seconds
 
 
 def faster(seconds: dict[str, float]) -> Backend:
@@ -151,7 +154,8 @@ def faster(seconds: dict[str, float]) -> Backend:
 def machine_key(threads: int, models: Sequence[str] = ()) -> str:
     """What the speed of the runtimes depends on, hashed (``models``: role
     names and model files, the files by their hash)."""
-    facts = {"cpu": cpu_model(), "cores": os.cpu_count(), "machine": platform.machine(), "threads": threads,
+    facts = {"calibration": CALIBRATION, "cpu": cpu_model(), "cores": os.cpu_count(), "machine": platform.machine(),
+             "threads": threads,
              "models": [sha256_of(Path(m)) if m and Path(m).is_file() else m for m in models],
              **{name: _version(name) for name in ("rapidocr", "onnxruntime", "openvino")}}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]

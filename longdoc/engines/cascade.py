@@ -14,13 +14,14 @@ characters (it knows 6,904 against 18,708) and glues digit groups
 probability and its margin over the second choice. A line is read again
 by the accurate model (:func:`needs_recheck`) when
 
-- its mean character confidence is below ``below`` (default 0.96);
+- its mean character confidence is below ``below`` (default 0.93);
 - a character other than a space was read with a margin under
   :data:`MARGIN_BELOW` over its second choice (tiny hesitated between
   two readings, however sure it was on average);
 - it holds something users search for and tiny misreads confidently: a
   run of four or more digits, a token mixing letters and digits
-  (``PN-4471-AX3``, ``x0``), a case change inside a word (``QZX2wQ``).
+  (``PN-4471-AX3``, ``x0``), a case change inside a word (``QZX2wQ``);
+  or punctuation glued to the next word (``x,y:The``: a space tiny dropped).
 
 The accurate model's reading then replaces the fast one's. The rules,
 replayed on the same real lines (``python bench/lines.py --rules``, 1,832
@@ -49,7 +50,9 @@ MIXED_TOKEN = re.compile(r"(?=[^\s]*[^\W\d_])(?=[^\s]*\d)[^\s]{2,}")
 #: a case change inside a word: lower then upper, or upper-upper-lower
 CASE_FLIP = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
 #: mean character confidence under which a line is read again
-DEFAULT_BELOW = 0.96
+DEFAULT_BELOW = 0.93
+#: punctuation glued to the next word ("x,y:The"): tiny drops those spaces, small reads them
+GLUED = re.compile(r"[,;:!?)\]][A-Za-z]|[a-z][(\[]")
 #: a character read this little ahead of its second choice is a doubt
 MARGIN_BELOW = 0.2
 
@@ -71,7 +74,7 @@ def needs_recheck(reading: LineReading, below: float = DEFAULT_BELOW) -> bool:
         return True
     if any(m < MARGIN_BELOW for m, ch in zip(reading.margins, text) if not ch.isspace()):
         return True
-    return bool(DIGIT_RUN.search(text) or MIXED_TOKEN.search(text) or CASE_FLIP.search(text))
+    return bool(DIGIT_RUN.search(text) or MIXED_TOKEN.search(text) or CASE_FLIP.search(text) or GLUED.search(text))
 
 
 @dataclass

@@ -89,7 +89,11 @@ ACTIVATION_BYTES = 160 * 1024 * 1024
 IMAGE_COPIES = 3
 
 #: what ``recognizer`` may name
-RECOGNIZERS = ("cascade", "small", "tiny")
+RECOGNIZERS = ("auto", "cascade", "small", "tiny")
+#: with ``auto``, the small recognizer reads alone when it costs at most this many times
+#: the tiny one on this machine: the cascade re-reads about a third of a real page's lines
+#: with small, so it then saves under a quarter of the time and reads worse
+SMALL_ALONE_RATIO = 2.2
 
 _INSTALL_HINT = "Install `rapidocr` and `onnxruntime` (`pip install longdoc`) or choose another engine."
 
@@ -137,7 +141,7 @@ class RapidOcrEngine:
         backend: str = "onnxruntime",
         recycle_after_pages: int = 0,
         int8: bool = False,
-        recognizer: str = "cascade",
+        recognizer: str = "auto",
         recheck_below: float = DEFAULT_BELOW,
     ) -> None:
         if page_timeout_seconds <= 0:
@@ -164,6 +168,8 @@ class RapidOcrEngine:
         self._tiny: tuple[str, str] | None | bool = False  # False: not looked for yet
         self._extra_params = dict(params or {})
         self._runtimes: tuple[dict[str, backends.Backend], str] | None = None
+        self._recognizer: str | None = None
+        self._cascade_runtimes: tuple[dict[str, backends.Backend], str] | None = None  # auto: the cascade's
         self._pages_since_start = 0
         self.in_process = workers <= 1
         self.max_in_flight = 1 if self.in_process else (max_in_flight or 2 * self.workers)
@@ -188,11 +194,22 @@ class RapidOcrEngine:
         role: remembered for this machine, or timed; see
         :mod:`~longdoc.engines.backends`)."""
         if self._runtimes is None:
-            models = self._models()
-            self._runtimes = backends.choose(self.asked_backend, self.threads_per_worker, self.roles,
-                                             self._candidates, models=[models[r][0] for r in self.roles])
-            log.info("rapidocr runtimes", extra={"runtimes": self._runtimes[0], "why": self._runtimes[1]})
+            recognizer = self.recognizer
+            if self._cascade_runtimes is not None and recognizer == "small":  # auto chose small alone
+                chosen, why = self._cascade_runtimes
+                self._runtimes = ({"det": chosen["det"], "rec": chosen["recheck"]}, why)
+            elif self._cascade_runtimes is not None:
+                self._runtimes = self._cascade_runtimes
+            else:
+                self._runtimes = self._choose(self.roles)[:2]
+            log.info("rapidocr runtimes", extra={"runtimes": self._runtimes[0], "why": self._runtimes[1],
+                                                  "recognizer": recognizer})
         return self._runtimes[0]
+
+    def _choose(self, roles: tuple[str, ...]) -> tuple[dict[str, backends.Backend], str, dict[str, dict[str, float]]]:
+        models = self._models()
+        return backends.choose(self.asked_backend, self.threads_per_worker, roles, self._candidates,
+                               models=[models[r][0] for r in roles])
 
     @property
     def backend(self) -> str:
@@ -231,9 +248,25 @@ class RapidOcrEngine:
 
     @property
     def recognizer(self) -> str:
-        """The recognizer that reads: the one asked for, or ``small`` when
-        the tiny model is missing."""
-        return self.asked_recognizer if self.tiny_model else "small"
+        """The recognizer that reads: the one asked for; ``small`` when the
+        tiny model is missing; for ``auto``, ``small`` alone when on this
+        machine's runtimes it costs at most :data:`SMALL_ALONE_RATIO` times
+        tiny (timed with the runtimes, remembered with them), else
+        ``cascade``."""
+        if self._recognizer is None:
+            if not self.tiny_model:
+                self._recognizer = "small"
+            elif self.asked_recognizer != "auto":
+                self._recognizer = self.asked_recognizer
+            else:
+                self._recognizer = "cascade"  # what _models() reads while the cascade's models are timed
+                runtimes, why, seconds = self._choose(backends.ROLES)
+                self._cascade_runtimes = (runtimes, why)
+                tiny = seconds.get("rec", {}).get(runtimes["rec"])
+                small = seconds.get("recheck", {}).get(runtimes["recheck"])
+                alone = bool(tiny and small and small <= SMALL_ALONE_RATIO * tiny)
+                self._recognizer = "small" if alone else "cascade"
+        return self._recognizer
 
     def _models(self) -> dict[str, tuple[str | None, str | None]]:
         """Each role's model file and dictionary (None: the wheel's own)."""

@@ -309,11 +309,14 @@ def time_roles(candidates: dict[str, dict[str, dict[str, Any]]], owner_pid: int 
     """Seconds each role's model takes on each runtime (``candidates``: role
     → runtime → RapidOCR settings): the detector (``det``) on
     :func:`calibration_image`, a recognizer (any other role) on its lines
-    (best of three after a warm-up run). Every run of a recognizer gets
-    crops of widths it has not seen yet, as on real pages, where every
-    line is a new input shape: OpenVINO pays for each new shape (the tiny
-    recognizer ran 2x faster on it than on ONNX Runtime on repeated shapes,
-    1.3x slower on real lines). A runtime that fails is left out of its role."""
+    (best of three after a warm-up run). The recognizers' crops are as a
+    page's lines are: most as wide as the text column, a few pixels apart
+    from line to line and from run to run, one or two short ones. OpenVINO
+    pays for each input shape it has not seen (less since it reads in
+    width buckets, :class:`~longdoc.engines.ctc.WidthBuckets`): timed on
+    widths it had always seen, the tiny recognizer looked 2x faster on it
+    than on ONNX Runtime, and was 1.3x slower on real lines before the
+    buckets. A runtime that fails is left out of its role."""
     if owner_pid is not None:
         procs.die_with(owner_pid)
     from rapidocr import RapidOCR
@@ -321,9 +324,9 @@ def time_roles(candidates: dict[str, dict[str, dict[str, Any]]], owner_pid: int 
 
     image = np.ascontiguousarray(calibration_image()[..., ::-1])
 
-    def crops(run: int) -> list[np.ndarray]:  # a new width for every line of every run
-        return [np.ascontiguousarray(image[top:bottom, : 420 + 140 * i + 23 * run])
-                for i, (top, bottom) in enumerate(CALIBRATION_LINES)]
+    def crops(run: int) -> list[np.ndarray]:  # as on a page: full lines a few pixels apart, a short one or two
+        widths = [1400 + 13 * ((7 * i + 5 * run) % 11) for i in range(6)] + [420 + 9 * run, 760 - 7 * run]
+        return [np.ascontiguousarray(image[top:bottom, :width]) for (top, bottom), width in zip(CALIBRATION_LINES, widths)]
 
     seconds: dict[str, dict[str, float]] = {}
     for role, by_runtime in candidates.items():

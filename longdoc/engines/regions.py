@@ -85,7 +85,7 @@ class RegionDetector:
         if self._runtime is None:
             assert self._paths is not None, "models not found"
             layout = self._paths[0]
-            chosen, _ = backends.choose(self.asked_backend, 1, ("layout",),
+            chosen, _, _ = backends.choose(self.asked_backend, 1, ("layout",),
                                         lambda: {"layout": {rt: {"path": layout} for rt in backends.BACKENDS
                                                             if backends.available(rt)}},
                                         models=[layout], probe=regions_worker.time_layout)

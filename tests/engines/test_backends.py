@@ -28,7 +28,7 @@ def _untimed():
 
 def test_an_asked_backend_is_used_as_asked_for_every_model():
     assert backends.choose("onnxruntime", 1, backends.ROLES, _untimed) == (
-        {"det": "onnxruntime", "rec": "onnxruntime", "recheck": "onnxruntime"}, "asked")
+        {"det": "onnxruntime", "rec": "onnxruntime", "recheck": "onnxruntime"}, "asked", {})
 
 
 def test_an_asked_backend_that_is_missing_is_a_clear_error(monkeypatch):
@@ -37,7 +37,7 @@ def test_an_asked_backend_that_is_missing_is_a_clear_error(monkeypatch):
         backends.choose("openvino", 1, backends.ROLES, _untimed)
     assert err.value.code == "engine_unavailable" and "openvino" in str(err.value)
     assert backends.choose("auto", 1, ("det", "rec"), _untimed) == (
-        {"det": "onnxruntime", "rec": "onnxruntime"}, "only one installed")
+        {"det": "onnxruntime", "rec": "onnxruntime"}, "only one installed", {})
 
 
 def test_openvino_is_kept_only_when_clearly_faster():
@@ -54,17 +54,34 @@ def test_an_unknown_backend_is_refused():
 @needs_openvino
 def test_auto_times_each_model_on_both_once_then_remembers_the_faster(tmp_path, monkeypatch):
     monkeypatch.setenv("LONGDOC_CACHE_DIR", str(tmp_path))
-    engine = RapidOcrEngine(workers=1, backend="auto")  # the cascade: detector, tiny, small
+    engine = RapidOcrEngine(workers=1, backend="auto", recognizer="cascade")  # detector, tiny, small
     chosen = engine.runtimes
     (entry,) = json.loads((tmp_path / "backend.json").read_text()).values()
     assert set(entry["seconds"]) == set(backends.ROLES)
     for role, seconds in entry["seconds"].items():
         assert set(seconds) == {"onnxruntime", "openvino"} and all(s > 0 for s in seconds.values())
         assert chosen[role] == backends.faster(seconds)
-    again = RapidOcrEngine(workers=1, backend="auto")
+    again = RapidOcrEngine(workers=1, backend="auto", recognizer="cascade")
     assert again.runtimes == chosen and again._runtimes[1] == "remembered"
-    assert RapidOcrEngine(workers=1, backend="auto").version == engine.version
+    assert RapidOcrEngine(workers=1, backend="auto", recognizer="cascade").version == engine.version
     assert backends.machine_key(2) != backends.machine_key(1)  # another thread count is another machine
+
+
+@needs_openvino
+def test_auto_reads_with_small_alone_where_small_costs_little_more_than_tiny(tmp_path, monkeypatch):
+    monkeypatch.setenv("LONGDOC_CACHE_DIR", str(tmp_path))
+    timed = {"det": {"onnxruntime": 0.2, "openvino": 0.05}, "rec": {"onnxruntime": 0.10, "openvino": 0.12},
+             "recheck": {"onnxruntime": 0.5, "openvino": None}}
+    for small, expected in ((0.30, "cascade"), (0.20, "small")):
+        timed["recheck"]["openvino"] = small
+        monkeypatch.setattr(backends, "_probe", lambda candidates, probe: {r: dict(s) for r, s in timed.items()})
+        (tmp_path / "backend.json").unlink(missing_ok=True)
+        engine = RapidOcrEngine(workers=1, backend="auto")
+        assert engine.recognizer == expected
+        assert engine.runtimes == ({"det": "openvino", "rec": "onnxruntime", "recheck": "openvino"} if expected == "cascade"
+                                   else {"det": "openvino", "rec": "openvino"})
+        assert engine.version.endswith("/PP-OCRv6-tiny+small/openvino+onnxruntime+openvino" if expected == "cascade"
+                                       else "/PP-OCRv6/openvino")
 
 
 @needs_openvino

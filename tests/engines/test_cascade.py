@@ -80,8 +80,9 @@ def test_codes_and_doubts_are_read_again():
     assert needs_recheck(_reading("x0 and y0 are the origin"))
     assert needs_recheck(_reading("Licence key QZX2wQ"))  # a case change inside a word
     assert needs_recheck(_reading("Key TOKxBCD"))
-    assert not needs_recheck(_reading("if (a[i] == b) { c = d; }"))  # code punctuation alone: tiny reads it as well
+    assert not needs_recheck(_reading("if (n == m) { c = d; }"))  # code punctuation alone: tiny reads it as well
     assert not needs_recheck(_reading("A plain sentence, with (some) punctuation."))
+    assert needs_recheck(_reading("where x,y:The origin"))  # punctuation glued to a word: a dropped space
 
 
 def test_without_the_tiny_model_the_engine_reads_with_small_and_warns(monkeypatch, caplog):
