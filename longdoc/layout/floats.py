@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 from longdoc.layout.blocks import Draft
 from longdoc.layout.geometry import LineBox, enclosing, h_overlap, same_row
+from longdoc.layout.grid_tables import GridTable, find_grid_tables
 from longdoc.layout.order import row_by_row
 from longdoc.layout.tables import fill_cells, grid_fit, table_text
 from longdoc.layout.text import join_lines
@@ -120,7 +121,19 @@ def take_floats(lines: Sequence[LineBox], regions: Sequence[Region],
             labels = {id(l) for l in draft.lines} if draft is not None else set()
             columnar.update(l.idx for l in inside if id(l) not in labels)
     kept = {id(l) for _, d in drafts for l in d.lines}
+    rest = [l for l in lines if id(l) not in kept]
+    grids = find_grid_tables([l for l in rest if l.idx not in columnar and l.line.pitch is None], h)
+    for table in grids:
+        drafts.append((_grid_region(table), Draft(BlockKind.TABLE, table.lines, table_text(table.cells),
+                                                  cells=table.cells)))
+    kept |= {id(l) for table in grids for l in table.lines}
     return _pair_captions(drafts, h), [l for l in lines if id(l) not in kept], columnar
+
+
+def _grid_region(table: GridTable) -> Region:
+    """The region a table found from its lines' grid stands in (for pairing its caption)."""
+    box = enclosing(table.lines)
+    return Region(kind=RegionKind.TABLE, bbox=box, score=1.0)
 
 
 def _misfit(region: Region, inside: list[LineBox], h: float) -> bool:

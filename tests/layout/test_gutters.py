@@ -91,4 +91,6 @@ def test_small_table_in_a_page_of_prose_is_left_alone():
     rec = page_of(raster(_padded([*col.lines, *rows])))
     texts = _texts(rec)
     assert texts[:2] == PARAGRAPHS[0:2] and texts[-1] == PARAGRAPHS[2]
-    assert " ".join(texts[2:-1]) == "Austria 8.9 Belgium 11.5 Denmark 5.8"
+    # the prose keeps its paragraphs; the table between them is read row by row (a table of
+    # figures, found from its lines' grid: each name with its value)
+    assert texts[2:-1] == ["Austria\t8.9\nBelgium\t11.5\nDenmark\t5.8"]
