@@ -36,7 +36,9 @@ import pypdfium2 as pdfium
 
 from _common import EVAL
 from cer_devset import clean, ground_truth
-from vs_ocrmypdf import normalized, scan, typeset
+from vs_ocrmypdf import normalized
+
+from tests.docgen.dense import scan, typeset
 
 from longdoc.engines import rapidocr_worker
 from longdoc.engines.rapidocr import RECOGNIZERS, RapidOcrEngine

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Debian packages the tests use: a CJK font for generated Chinese pages,
+# Liberation and Carlito fonts for the scanned code tokens (tests/docgen/codes.py),
 # Tesseract for the optional second engine, Chromium with its driver for
 # the web console's browser tests, and poppler's pdftotext to read the
 # searchable PDF back as other tools do. Installs only what is missing;
@@ -8,6 +9,9 @@
 set -uo pipefail
 need=()
 [ -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || need+=(fonts-wqy-microhei)
+[ -f /usr/share/fonts/truetype/liberation2/LiberationSans-Regular.ttf ] || need+=(fonts-liberation2)
+[ -f /usr/share/fonts/truetype/crosextra/Carlito-Regular.ttf ] || need+=(fonts-crosextra-carlito)
+[ -f /usr/share/fonts/truetype/freefont/FreeSerif.ttf ] || need+=(fonts-freefont-ttf)
 command -v tesseract >/dev/null 2>&1 || need+=(tesseract-ocr tesseract-ocr-eng)
 [ -n "$(ls /usr/share/tesseract-ocr/*/tessdata/chi_sim.traineddata 2>/dev/null)" ] || need+=(tesseract-ocr-chi-sim)
 command -v pdftotext >/dev/null 2>&1 || need+=(poppler-utils)

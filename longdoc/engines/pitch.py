@@ -139,12 +139,21 @@ class LineGrid:
 
 def line_grid(crop: np.ndarray, text: str) -> LineGrid | None:
     """The character grid of a line crop the recognizer read as ``text``,
-    when it is set in a fixed-pitch font with letters in it; else None."""
-    if sum(ch.isalpha() for ch in text) < 3:
+    when it is set in a fixed-pitch font with letters in it; else None.
+    Lines of Chinese or Japanese (mostly full-width characters, which every
+    CJK font sets on a grid) are not code, and not looked at."""
+    if sum(ch.isalpha() for ch in text) < 3 or _full_width(text):
         return None
     boxes = glyph_boxes(crop)
     grid = find_grid(boxes, float(crop.shape[0]))
     return None if grid is None else LineGrid(boxes, grid)
+
+
+def _full_width(text: str) -> bool:
+    import unicodedata
+
+    chars = [ch for ch in text if not ch.isspace()]
+    return sum(unicodedata.east_asian_width(ch) in "WF" for ch in chars) * 2 >= len(chars)
 
 
 def respaced(text: str, found: LineGrid) -> str:

@@ -42,6 +42,7 @@ line with no such chain keeps its text: no dot is invented.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
@@ -166,8 +167,8 @@ def _with_leaders(image: np.ndarray, boxes: list[tuple[int, int, int, int]], i: 
     only when dots lie at its box's right edge."""
     x0, y0, x1, y1 = boxes[i]
     height = y1 - y0
-    if height < 4 or not text.strip():
-        return None
+    if height < 4 or not text.strip() or _mostly_full_width(text):
+        return None  # CJK text: its strokes hold dot-sized marks, and its contents pages use other leaders
     tail = TRAILING_DOTS.search(text)
     right = _right_limit(image, boxes, i)
     own = image[y0:y1, x0:x1]
@@ -184,6 +185,11 @@ def _with_leaders(image: np.ndarray, boxes: list[tuple[int, int, int, int]], i: 
         return None
     words = text[:tail.start()].rstrip() if tail else text.rstrip()
     return _leader_text(words, chain, marks), float(x0 + chain[-1].x + chain[-1].w)
+
+
+def _mostly_full_width(text: str) -> bool:
+    chars = [ch for ch in text if not ch.isspace()]
+    return bool(chars) and sum(unicodedata.east_asian_width(ch) in "WF" for ch in chars) * 2 >= len(chars)
 
 
 def _dot_chain(marks: list[Mark], seed: Mark, height: int) -> list[Mark]:

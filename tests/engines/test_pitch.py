@@ -77,3 +77,10 @@ def test_short_lines_of_a_listing_take_the_pitch_of_its_long_lines():
     grids = pitch.page_grids(crops, [r.strip() for r in rows], places)
     assert grids[0] is not None and pitch.line_grid(crops[2], "}") is None
     assert all(g is not None and abs(g.grid.pitch - grids[0].grid.pitch) < 1e-6 for g in grids)
+
+
+def test_a_line_of_chinese_is_no_code():
+    font = "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"
+    fonts([font])
+    text = "公司将继续聚焦主营业务加大对关键技术和核心产品的投入"
+    assert pitch.line_grid(line_crop(text, font), text) is None

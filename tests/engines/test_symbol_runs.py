@@ -13,6 +13,7 @@ import pytest
 from longdoc.engines import PageImage, rapidocr_worker
 from longdoc.engines.rapidocr import RapidOcrEngine
 from longdoc.engines.symbol_runs import recount_runs
+from tests.docgen.dense import scan, typeset
 from tests.docgen.manuals import contents_page
 from tests.engines.pages import english_page, render_page
 
@@ -159,3 +160,21 @@ def test_prose_lines_keep_their_text_and_sentence_ends(tmp_path):
         ocr = rapidocr_worker.build_ocr(*engine._setup())
     raw = rapidocr_worker._read(ocr, sample.image.image, 0)
     assert sorted(line.text for line in rec.lines) == sorted(raw.texts)
+
+
+def test_chinese_lines_get_no_leaders(tmp_path):
+    # the strokes of Chinese characters hold dot-sized marks: on the speed bench's dense Chinese scans
+    # the characters past a line's box were once counted as leader dots ("新产品的销 . . .")
+    truths = typeset(tmp_path / "dense.pdf", english=16, chinese=3)  # the bench's set: its scans' skew angles
+    scan(tmp_path / "dense.pdf", tmp_path / "scan.pdf")
+    doc = pdfium.PdfDocument(str(tmp_path / "scan.pdf"))
+    with RapidOcrEngine(workers=1, backend="onnxruntime", int8=False) as engine:
+        ocr = rapidocr_worker.build_ocr(*engine._setup())
+    found = []
+    for index in (i for i, (language, _) in enumerate(truths) if language == "zh"):
+        pixels = doc[index].render(scale=200 / 72).to_numpy()[..., :3].copy()
+        raw = rapidocr_worker._read(ocr, pixels, 0)
+        texts, _ = recount_runs(pixels, raw.quads, raw.texts)
+        found += [t for t in texts if ". ." in t or "..." in t]
+    doc.close()
+    assert not found
