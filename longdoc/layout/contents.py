@@ -54,6 +54,8 @@ from dataclasses import replace
 
 from longdoc.layout.geometry import LineBox, same_row
 
+#: a character's width in line heights, where a caller has not measured the page's
+CHAR_WIDTH_LINES = 0.5
 #: a page reference set off by a gap this many line heights wide ends an entry
 ENTRY_GAP_LINES = 2.0
 #: a one-line row wider than its characters need by this share (and by the
@@ -124,6 +126,23 @@ def entry_lines(ordered: Sequence[LineBox], line_height: float, char_width: floa
             found.update(l.idx for l in row)
         above = text
     return found
+
+
+#: a line of references alone, comma and space between them ("b123, s320, y513,"): an
+#: amount's thousands separator has no space after it
+_LIST_ALONE = re.compile(rf"\s*{_REF}(?:,\s+{_REF})+[,–-]?\s*")
+
+
+def entry_share(lines: Sequence[LineBox]) -> float:
+    """The share of ``lines`` that read as index or contents entries, each
+    on its own: an entry with leaders or a list of references, or
+    references alone (an entry's references wrapped onto a line of their
+    own). Rows are not looked at: an index's columns share rows."""
+    if not lines:
+        return 0.0
+    texts = [l.text.strip() for l in lines]
+    return sum(bool(_LEADERED.search(t) or _REFERENCE_LIST.search(t) or _LEADERS_ONLY.search(t)
+                    or _LIST_ALONE.fullmatch(t)) for t in texts) / len(texts)
 
 
 def rows(ordered: Sequence[LineBox]) -> list[list[LineBox]]:

@@ -44,7 +44,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from longdoc.layout.contents import entry_row
+from longdoc.layout.contents import CHAR_WIDTH_LINES, entry_row
 from longdoc.layout.geometry import LineBox, same_row
 from longdoc.model import BBox, TableCell
 
@@ -57,8 +57,6 @@ MAX_CELL_WORDS = 4
 MIN_NUMERIC = 0.5
 #: a column whose numbers rise on this share of its steps counts lines or pages
 RISING = 0.85
-#: a character's width in line heights, for telling contents entries
-CHAR_WIDTH_LINES = 0.5
 
 _NUMBER = re.compile(r"^[(\-–−+]?[$€£¥]?\s?\d[\d.,\s']*%?\)?[%*]?$|^[-–—]$")
 
