@@ -119,13 +119,27 @@ def on_grid(boxes: list[tuple[float, float]], grid: Grid) -> bool:
 
 def respace(text: str, occupied: list[int]) -> str | None:
     """``text`` with the spaces between its characters set by the cells its
-    characters occupy, or None when the counts disagree."""
+    characters occupy, or None when the counts disagree or the grid would
+    take away a space the recognizer read (a proportional line whose digits
+    happen to sit on a grid — tabular figures — is not fixed-pitch: its word
+    spaces are narrower than a cell)."""
     chars = [ch for ch in text if not ch.isspace()]
     if not chars or len(chars) != len(occupied):
         return None
+    spaced_before = [False] * len(chars)
+    k = -1
+    for ch in text:
+        if ch.isspace():
+            if k >= 0 and k + 1 < len(chars):
+                spaced_before[k + 1] = True
+        else:
+            k += 1
     out = chars[0]
-    for ch, before, after in zip(chars[1:], occupied, occupied[1:]):
-        out += " " * (after - before - 1) + ch
+    for n, (ch, before, after) in enumerate(zip(chars[1:], occupied, occupied[1:]), start=1):
+        gap = after - before - 1
+        if spaced_before[n] and gap < 1:
+            return None
+        out += " " * gap + ch
     return out
 
 
