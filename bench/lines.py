@@ -145,13 +145,14 @@ def _several_lines(glyphs: list[Glyph], height: float) -> bool:
 
 def rapid_recognizer(name: str) -> Any:
     """A recognizer by name: ``tiny``, ``small``, ``small-int8``, optionally
-    ``@openvino`` (default ONNX Runtime), decoding with MarginDecode; or
+    ``@openvino`` (float32) or ``@openvino-native`` (OpenVINO's default
+    precision: bfloat16 where the CPU has it; default ONNX Runtime), decoding with MarginDecode; or
     ``cascade`` (tiny on ONNX Runtime, small on OpenVINO: the engine's
     CascadeRecognizer as on this machine's runtimes)."""
     if name.startswith("cascade"):  # cascade (tiny on ONNX Runtime) or cascade@openvino (tiny on OpenVINO)
         from longdoc.engines.cascade import CascadeRecognizer
         fast = "tiny@" + (name.partition("@")[2] or "onnxruntime")
-        recognizer = CascadeRecognizer(_plain(fast), accurate=_plain("small@openvino"))
+        recognizer = CascadeRecognizer(_plain(fast, precision=None), accurate=_plain("small@openvino"))
         _recognizers.append(recognizer)
         return recognizer
     from rapidocr import RapidOCR
@@ -161,35 +162,42 @@ def rapid_recognizer(name: str) -> Any:
 
     model, _, runtime = name.partition("@")
     runtime = runtime or "onnxruntime"
-    if runtime == "openvino-f32":  # OpenVINO computing in 32-bit floats (its default is bfloat16 where the CPU has it)
-        from longdoc.engines.rapidocr_worker import cache_openvino_models
-        cache_openvino_models(precision="f32")
-        runtime = "openvino"
+    from longdoc.engines.rapidocr_worker import cache_openvino_models, openvino_precision
+    cache_openvino_models()
+    precision = "f32"
+    if runtime == "openvino-native":  # OpenVINO's own precision (bfloat16 where the CPU has it)
+        precision, runtime = None, "openvino"
     path = keys = None
     if model == "tiny":
         path, keys = (str(p) for p in model_files.tiny_recognizer())
     elif model == "small-int8":
         path = str(int8.ensure())
     params = {**DEFAULT_PARAMS, **backends.engine_config(1), **backends.rec_params(runtime, path, keys)}
-    return ctc.install(RapidOCR(params=params)._load_rec_model())
+    with openvino_precision(precision):
+        return ctc.install(RapidOCR(params=params)._load_rec_model())
 
 
 _recognizers: list[Any] = []  # cascades made, for their counts
 
 
-def _plain(name: str) -> Any:
-    """The RapidOCR recognizer ``name`` without MarginDecode (the cascade installs it)."""
+def _plain(name: str, precision: str | None = "f32") -> Any:
+    """The RapidOCR recognizer ``name`` without MarginDecode (the cascade
+    installs it); on OpenVINO at ``precision`` (None: OpenVINO's default),
+    as the engine runs the cascade's fast and accurate models."""
     from rapidocr import RapidOCR
 
     from longdoc.engines import backends, model_files
-    from longdoc.engines.rapidocr_worker import DEFAULT_PARAMS
+    from longdoc.engines.rapidocr_worker import DEFAULT_PARAMS, cache_openvino_models, openvino_precision
+
+    cache_openvino_models()
 
     model, _, runtime = name.partition("@")
     path = keys = None
     if model == "tiny":
         path, keys = (str(p) for p in model_files.tiny_recognizer())
     params = {**DEFAULT_PARAMS, **backends.engine_config(1), **backends.rec_params(runtime or "onnxruntime", path, keys)}
-    return RapidOCR(params=params)._load_rec_model()
+    with openvino_precision(precision):
+        return RapidOCR(params=params)._load_rec_model()
 
 
 def read_rapid(rec: Any, crops: list[np.ndarray]) -> list[tuple[str, float, Any]]:

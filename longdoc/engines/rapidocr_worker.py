@@ -8,12 +8,14 @@ recognizes one page image per call and returns plain, cheaply pickled values
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
 import statistics
 import time
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -66,6 +68,14 @@ class RawPage:
     readings: list[Any] = field(default_factory=list)
 
 
+def precision_of(role: str, cascade: bool) -> str | None:
+    """The OpenVINO precision of a role's model (``det``, ``rec``: the first
+    recognizer, ``recheck``: the cascade's second): :data:`FAST_PRECISION`
+    for the detector and a fast recognizer whose lines are checked, else
+    :data:`OPENVINO_PRECISION`."""
+    return FAST_PRECISION if role == "det" or (role == "rec" and cascade) else OPENVINO_PRECISION
+
+
 def build_ocr(params: dict[str, Any], recheck: RecheckPlan | None = None) -> Any:
     """A warmed-up ``RapidOCR`` with ``params`` (raises ImportError if
     missing); with ``recheck``, its recognizer is a cascade whose second,
@@ -73,28 +83,59 @@ def build_ocr(params: dict[str, Any], recheck: RecheckPlan | None = None) -> Any
     from rapidocr import RapidOCR
 
     _adopt_rapidocr_logger()
-    cache_openvino_models(precision=OPENVINO_PRECISION)
-    ocr = RapidOCR(params=params)
-    attach(ocr, recheck)
+    cache_openvino_models()
+    ocr = RapidOCR(params=params)  # its models load on first use, at the precision in force then
+    with openvino_precision(precision_of("det", cascade=recheck is not None)):
+        ocr._load_det_model()
+    with openvino_precision(precision_of("rec", cascade=recheck is not None)):
+        ocr._load_rec_model()
+    with openvino_precision(OPENVINO_PRECISION):
+        attach(ocr, recheck)
     run_ocr(ocr, warm_up_image())
     return ocr
 
 
-#: what OpenVINO computes in: float32 as ONNX Runtime does. Its default on
-#: processors with AMX or AVX-512 BF16 is bfloat16, in which the small
-#: recognizer ran digit groups together ("3562 3437" read "35623437") and
-#: misread 5 of 168 codes that it reads right in float32 (tests/engines/test_codes.py)
+#: what OpenVINO computes in for a model whose reading is final (the
+#: cascade's accurate recognizer, a recognizer alone, the layout model):
+#: float32, as ONNX Runtime does. Its default on processors with AMX or
+#: AVX-512 BF16 is bfloat16, in which the small recognizer ran digit groups
+#: together ("3562 3437" read "35623437") and misread 5 of 168 codes that it
+#: reads right in float32 (tests/engines/test_codes.py)
 OPENVINO_PRECISION = "f32"
+#: ... and for the detector and the cascade's fast recognizer: OpenVINO's own
+#: default (bfloat16 where the processor has it, else float32). Their
+#: readings are checked: a line the fast model may have got wrong (codes,
+#: digit runs, low margins) is read again by the accurate model in float32;
+#: on the real corpus's lines tiny reads 1.83% CER in bfloat16 (1.71% on ONNX
+#: Runtime) at 0.9x its time (bench/lines.py)
+FAST_PRECISION: str | None = None
 
 #: RapidOCR's OpenVINO session module (whose ``Core`` :func:`cache_openvino_models` replaces)
 RAPIDOCR_OPENVINO = "rapidocr.inference_engine.openvino.main"
 
 
-def cache_openvino_models(module: str = RAPIDOCR_OPENVINO, precision: str | None = None) -> None:
+#: the precision the next OpenVINO model compiles at (:func:`openvino_precision`)
+_precision: list[str | None] = [OPENVINO_PRECISION]
+
+
+@contextlib.contextmanager
+def openvino_precision(precision: str | None) -> Iterator[None]:
+    """OpenVINO models loaded inside compute at ``precision`` (None: OpenVINO's
+    default); outside, at :data:`OPENVINO_PRECISION`. Needs
+    :func:`cache_openvino_models` for the session module."""
+    before = _precision[0]
+    _precision[0] = precision
+    try:
+        yield
+    finally:
+        _precision[0] = before
+
+
+def cache_openvino_models(module: str = RAPIDOCR_OPENVINO) -> None:
     """Make the OpenVINO sessions of ``module`` (a library's OpenVINO
     session module) keep their compiled models in ``<cache folder>/openvino``
-    (:func:`~longdoc.engines.backends.cache_dir`) and, with ``precision``
-    (``"f32"``), compute at that precision. OpenVINO compiles every model at
+    (:func:`~longdoc.engines.backends.cache_dir`) and compute at the
+    precision :func:`openvino_precision` sets. OpenVINO compiles every model at
     every start (~1 s per model and worker) and reads a cached compilation
     back in a fraction of that; on processors with AMX or AVX-512 BF16 it
     computes in bfloat16 unless told otherwise, which moved the layout
@@ -124,8 +165,8 @@ def cache_openvino_models(module: str = RAPIDOCR_OPENVINO, precision: str | None
         def __init__(self) -> None:
             super().__init__()
             self.set_property({"CACHE_DIR": str(folder)})
-            if precision:
-                self.set_property("CPU", {"INFERENCE_PRECISION_HINT": precision})
+            if _precision[0]:
+                self.set_property("CPU", {"INFERENCE_PRECISION_HINT": _precision[0]})
 
     session.Core = CachingCore
 
@@ -328,7 +369,7 @@ def time_roles(candidates: dict[str, dict[str, dict[str, Any]]], owner_pid: int 
     from rapidocr import RapidOCR
     from rapidocr.ch_ppocr_rec.typings import TextRecInput
 
-    cache_openvino_models(precision=OPENVINO_PRECISION)  # timed as it will run
+    cache_openvino_models()
     image = np.ascontiguousarray(calibration_image()[..., ::-1])
 
     def crops(run: int) -> list[np.ndarray]:  # as on a page: full lines a few pixels apart, a short one or two
@@ -340,7 +381,8 @@ def time_roles(candidates: dict[str, dict[str, dict[str, Any]]], owner_pid: int 
         for runtime, params in by_runtime.items():
             try:
                 ocr = RapidOCR(params=params)
-                model = ocr._load_det_model() if role == "det" else ocr._load_rec_model()
+                with openvino_precision(precision_of(role, cascade="recheck" in candidates)):
+                    model = ocr._load_det_model() if role == "det" else ocr._load_rec_model()
 
                 def run(k: int) -> None:
                     if role == "det":

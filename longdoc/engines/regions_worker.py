@@ -79,9 +79,9 @@ def layout_model(path: str, runtime: str) -> Any:
     from rapid_layout import ModelType as LayoutType
 
     if runtime == "openvino":
-        from longdoc.engines.rapidocr_worker import OPENVINO_PRECISION, cache_openvino_models
+        from longdoc.engines.rapidocr_worker import cache_openvino_models
 
-        cache_openvino_models("rapid_layout.inference_engine.openvino.main", precision=OPENVINO_PRECISION)
+        cache_openvino_models("rapid_layout.inference_engine.openvino.main")  # float32: bfloat16 moved its boxes
         config: dict[str, Any] = {"inference_num_threads": 1, "num_streams": 1, "performance_hint": "LATENCY",
                                   "enable_cpu_pinning": False}
     else:
