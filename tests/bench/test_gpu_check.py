@@ -64,6 +64,7 @@ def test_rswa_agrees_with_transformers_at_both_windows(report):
     assert set(r["runs"]) == {"16", "48"}
     for window, run in r["runs"].items():
         assert run["compared"] == int(window) + 8 + 1 and not run["truncated"]
+        assert run["transformers_window_slots"] == int(window) - 1  # transformers ran at this window, not 128
         # float32 on both sides: the same computation up to rounding; the window has wrapped
         assert run["top1_agreement"] == 1.0 and run["top1_agreement_after_wrap"] == 1.0
         assert run["max_abs_dlogit"] < 1e-3 and run["relative"] < 1e-4
