@@ -111,7 +111,11 @@ class NativeSettings(_Section):
         default="auto", description="auto: bfloat16 on cuda, float32 on cpu")
     attention: Literal["srswa", "rswa"] = Field(default="srswa", description="srswa: page gating and block "
                                                 "selection; rswa: every resident page, every block")
-    window: int = Field(default=1024, ge=1, description="generated tokens each step attends to (n)")
+    window: int | None = Field(default=None, ge=1, description="generated tokens each step attends to (n); "
+                               "null = the checkpoint's text_config.sliding_window (128 for Unlimited-OCR, as "
+                               "in its paper); another value is an experiment: warned of at start and recorded "
+                               "in every page's engine_version (-w<n>-ckpt<checkpoint's n>). Not the "
+                               "no-repeat-n-gram guard's window (1024 tokens)")
     top_pages: int = Field(default=4, ge=1, description="SR-SWA: pages a step looks at (besides the focus pages)")
     top_blocks: int = Field(default=64, ge=1, description="SR-SWA: blocks of keys per head inside them")
     block_size: int = Field(default=16, ge=1, description="SR-SWA: keys per block")
@@ -122,8 +126,11 @@ class NativeSettings(_Section):
     max_tokens_per_page: int = Field(default=1600, ge=8, description="a page still open after this many tokens "
                                      "is cut and goes to the fallback engine")
     max_sequences: int = Field(default=16, ge=1, description="documents decoding together in one batch")
-    kv_budget_mb: int = Field(default=4096, ge=1, description="KV workspace capacity; sequences are admitted "
-                              "while their reserved peaks stay under kv_cache_watermark of it")
+    kv_budget_mb: int | None = Field(default=None, ge=1, description="KV workspace capacity; sequences are "
+                                     "admitted while their reserved peaks stay under kv_cache_watermark of it; "
+                                     "null = sized from the architecture so max_sequences sequences fit "
+                                     "(one sequence's peak × max_sequences / kv_cache_watermark). The start-up "
+                                     "log and /readyz say how many fit")
     fallback_engine: str | None = Field(default="rapidocr", description="CPU engine for pages the model did "
                                         "not finish; None = such pages fail")
 

@@ -236,7 +236,8 @@ class KvBudgetExceeded(EngineFailed):
     code = "kv_budget_exceeded"
     http_status = 503
     retryable = False
-    hint = "Lower inference.page_chunk_size or inference.native.window, or raise inference.native.kv_budget_mb."
+    hint = ("Lower inference.page_chunk_size, or raise inference.native.kv_budget_mb (null sizes it for "
+            "inference.native.max_sequences documents).")
 
 
 class ModelFilesInvalid(EngineUnavailable):

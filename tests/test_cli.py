@@ -60,6 +60,21 @@ def test_config_file_and_environment_reach_the_run(tmp_path, capsys, monkeypatch
     assert "page_chunk_size: 5" in out and "max_pages: 7" in out and "dpi: 123" in out
 
 
+def test_config_show_gives_the_native_engines_architecture_defaults_as_null(capsys):
+    """``window: null`` is the checkpoint's sliding_window and
+    ``kv_budget_mb: null`` room for max_sequences, not fixed numbers."""
+    import yaml
+
+    code, out, _ = run_cli(capsys, "config", "show")
+    assert code == 0
+    native = yaml.safe_load(out)["inference"]["native"]
+    assert native["window"] is None and native["kv_budget_mb"] is None and native["max_sequences"] == 16
+    lines = out.splitlines()
+    start = lines.index("  native:")
+    block = lines[start + 1:next(i for i in range(start + 1, len(lines)) if not lines[i].startswith("    "))]
+    assert "    window: null" in block and "    kv_budget_mb: null" in block
+
+
 @pytest.mark.parametrize("make, code, exit_code", [
     (lambda p: encrypted_pdf(p / "e.pdf", user_password="pw"), "encrypted_pdf", EXIT_ENCRYPTED),
     (lambda p: truncated(english_report(p, pages=3).pdf_path, 0.3), "corrupt_file", EXIT_BAD_INPUT),

@@ -198,8 +198,8 @@ class Container:
 
     # -- readiness and metrics -------------------------------------------------
 
-    def checks(self) -> dict[str, bool | str]:
-        checks: dict[str, bool | str] = {"warmed_up": self.readiness.warmed_up,
+    def checks(self) -> dict[str, bool | int | str]:
+        checks: dict[str, bool | int | str] = {"warmed_up": self.readiness.warmed_up,
                                          "accepting": not self.readiness.shutting_down}
         if self.readiness.warmup_error:
             checks["warmup_error"] = self.readiness.warmup_error
@@ -222,6 +222,8 @@ class Container:
         engine = self.pipeline.engines().get(self.settings.inference.engine)
         if engine is not None and self.readiness.warmed_up:
             checks["engine_version"] = engine.version  # rapidocr: …/<backend>, the runtime in use
+            if hasattr(engine, "ready_details"):  # native: how many sequences its KV budget admits
+                checks.update(engine.ready_details())
         return checks
 
     def _engine_ready(self) -> bool:

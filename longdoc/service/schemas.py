@@ -119,7 +119,7 @@ class KeyCreated(KeyPublic):
 
 class Readiness(BaseModel):
     ready: bool
-    checks: dict[str, bool | str]
+    checks: dict[str, bool | int | str]
 
 
 def job_public(job: Any, queue_position: int | None = None) -> JobPublic:

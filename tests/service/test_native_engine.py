@@ -1,9 +1,11 @@
 """The service with ``inference.engine: native`` on a tiny random
 Unlimited-OCR checkpoint: a job runs through the KV workspace manager and
-its figures are on /metrics, back to zero when the job is done."""
+its figures are on /metrics, back to zero when the job is done, and /readyz
+says how many sequences its KV budget admits."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from tests.service.helpers import accepted, submit, wait_terminal
@@ -21,6 +23,11 @@ def test_a_job_runs_on_the_native_engine_and_its_kv_figures_are_on_metrics(start
     srv = start_server(service={"warmup": True}, inference={
         "engine": "native", "page_chunk_size": 2, "chunk_overlap": 1, "regions": False,
         "native": {"model_path": str(folder), "max_tokens_per_page": 8, "kv_budget_mb": 64}})
+    checks = httpx.get(f"{srv.url}/readyz").json()["checks"]
+    # how many sequences the configured budget admits, against max_sequences, at the checkpoint's window
+    assert checks["kv_budget_bytes"] == 64 * 2**20 and checks["max_sequences"] == 16 and checks["window"] == 128
+    assert checks["kv_sequences_fit"] == int(0.8 * 64 * 2**20) // checks["kv_sequence_bytes"]
+    assert checks["engine_version"].endswith("/srswa-w128")
     key = srv.create_key("native")
     with srv.http(key) as http:
         job = accepted(submit(http, sample_pdf, {"pages": "3-5", "ocr": "force", "formats": ["json"]}))

@@ -11,10 +11,15 @@ Pieces (each its own module, in the order data meets them)::
     decoder      transformers' layers run over that cache, batched steps
     scheduler    one thread stepping every running sequence together
 
-A session is one document: at its first group it reserves the sequence's
-peak in the :class:`~longdoc.engines.native.kv_manager.KVWorkspaceManager`
-(waiting while the watermark is reached) and holds it until close or
-cancel. Groups must come in order (``sequential_groups``): the cache is
+The attention window n is the checkpoint's ``sliding_window`` unless
+``inference.native.window`` sets another (an experiment: warned of at load,
+and in every page's version). At load the KV workspace is sized: the
+configured ``kv_budget_mb``, or room for ``max_sequences`` peaks under the
+watermark; the log and ``/readyz`` (:meth:`NativeEngine.ready_details`) say
+how many sequences fit. A session is one document: at its first group it
+reserves the sequence's peak in the
+:class:`~longdoc.engines.native.kv_manager.KVWorkspaceManager` (waiting
+while the watermark is reached) and holds it until close or cancel. Groups must come in order (``sequential_groups``): the cache is
 carried from one to the next. Pages the model did not finish (cut at
 ``max_tokens_per_page``, or left unwritten when it ended the document) go
 to the fallback engine, or fail with ``engine_failed``.
@@ -23,6 +28,7 @@ to the fallback engine, or fail with ``engine_failed``.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -30,10 +36,10 @@ from typing import Any
 from longdoc.config import InferenceSettings
 from longdoc.engines.base import EngineCapabilities, GroupPlan, PageGroup, PageImage
 from longdoc.engines.fallback import Fallback
-from longdoc.engines.native.kv_manager import KvFigures, KVWorkspaceManager
+from longdoc.engines.native.kv_manager import KvFigures, KVWorkspaceManager, capacity_for
 from longdoc.engines.native.runtime import NativeModel
 from longdoc.engines.native.scheduler import Scheduler
-from longdoc.engines.native.sequence import DocumentSequence, PageText
+from longdoc.engines.native.sequence import DocumentSequence, PageText, peak_bytes
 from longdoc.engines.native.srswa import SrswaSettings
 from longdoc.engines.openai.parsers import grounded_blocks
 from longdoc.errors import EngineFailed, EngineUnavailable, JobCancelled
@@ -51,8 +57,12 @@ class NativeEngine:
         self.capabilities = EngineCapabilities(
             languages=("any",), output="blocks", needs_context=True,
             groups_in_flight=self.config.max_sequences, sequential_groups=True, cost_unit="bytes")
-        self.workspace_budget = self.config.kv_budget_mb * 2**20
-        self.kv = KVWorkspaceManager(self.workspace_budget, settings.kv_cache_watermark)
+        #: the pipeline's admission of group images (``group_cost``), apart from the KV
+        self.workspace_budget = self._image_budget()
+        #: the KV workspace: sized at :meth:`load`, when the architecture is known
+        self.kv: KVWorkspaceManager | None = None
+        #: one sequence's KV reservation (bytes), known at :meth:`load`
+        self.sequence_peak = 0
         self.srswa = SrswaSettings(self.config.top_pages, self.config.top_blocks, self.config.block_size,
                                    self.config.gating)
         self.model = model
@@ -62,9 +72,23 @@ class NativeEngine:
         self.fallback = Fallback(settings, self.config.fallback_engine, owner=self.name)
 
     @property
+    def window(self) -> int | None:
+        """The attention window n in effect: ``inference.native.window``, or
+        (null, the default) the checkpoint's own ``sliding_window``; None
+        before the model is loaded."""
+        if self.config.window is not None:
+            return self.config.window
+        return self.model.sliding_window if self.model is not None else None
+
+    @property
     def version(self) -> str:
-        base = self.model.version if self.model else "unloaded"
-        return f"{base}/{self.config.attention}-w{self.config.window}"
+        """``<model version>/<attention>-w<n>``; a window that is not the
+        checkpoint's says so: ``-w<n>-ckpt<checkpoint's n>``."""
+        if self.model is None:
+            return f"unloaded/{self.config.attention}-w{self.config.window or 'ckpt'}"
+        own = self.model.sliding_window
+        window = f"-w{self.window}" if self.window == own else f"-w{self.window}-ckpt{own}"
+        return f"{self.model.version}/{self.config.attention}{window}"
 
     # -- Engine ----------------------------------------------------------------------
 
@@ -72,6 +96,9 @@ class NativeEngine:
         with self._lock:
             if self.model is None:
                 self.model = self._load_model()
+            if self.kv is None:
+                self._warn_of_another_window()
+                self.kv = self._kv_workspace()
             if self.scheduler is None:
                 self.scheduler = Scheduler(self.model, self.config.max_sequences)
 
@@ -88,6 +115,38 @@ class NativeEngine:
         model, tokenizer, checkpoint = weights.load(path, dtype, device)
         log.info("native engine loaded %s on %s (%s)", checkpoint.version, device, weights.describe(model))
         return NativeModel.build(model, tokenizer, checkpoint.version, self.config.attention, self.srswa)
+
+    def _warn_of_another_window(self) -> None:
+        assert self.model is not None
+        own = self.model.sliding_window
+        if self.window != own:
+            log.warning("inference.native.window is %d but the checkpoint's sliding_window is %d: attention is "
+                        "not the model's own (an experiment); every page records it in its engine_version %s",
+                        self.window, own, self.version)
+
+    def _kv_workspace(self) -> KVWorkspaceManager:
+        """The KV workspace: ``kv_budget_mb``, or (null) sized for ``max_sequences`` peaks."""
+        assert self.model is not None and self.window is not None
+        self.sequence_peak = peak_bytes(self.model, self.window, self.settings.page_chunk_size)
+        watermark, wanted = self.settings.kv_cache_watermark, self.config.max_sequences
+        budget = self.config.kv_budget_mb
+        capacity = budget * 2**20 if budget is not None else capacity_for(self.sequence_peak, wanted, watermark)
+        kv = KVWorkspaceManager(capacity, watermark)
+        fit = kv.sequences_fit(self.sequence_peak)
+        level = logging.WARNING if fit < wanted else logging.INFO
+        log.log(level, "native engine KV budget %.0f MiB (%s): %d of max_sequences %d sequences fit under "
+                "kv_cache_watermark %g (each reserves %.1f MiB: %d pages, window %d)", capacity / 2**20,
+                "inference.native.kv_budget_mb" if budget is not None else "sized for max_sequences", fit, wanted,
+                watermark, self.sequence_peak / 2**20, self.settings.page_chunk_size, self.window)
+        return kv
+
+    def _image_budget(self) -> int:
+        """Room for ``max_sequences`` groups of US Letter pages at the
+        configured DPI under the watermark: the page images never hold back
+        the documents the KV budget admits."""
+        page = 612 * 792 * (self.settings.dpi / 72) ** 2 * 3
+        return math.ceil(self.config.max_sequences * self.settings.page_chunk_size * page
+                         / self.settings.kv_cache_watermark)
 
     def device(self, torch: Any) -> str:
         if self.config.device == "auto":
@@ -115,8 +174,18 @@ class NativeEngine:
         return self.model is not None
 
     def kv_figures(self) -> KvFigures:
-        """The KV workspace manager's figures (what /metrics shows)."""
-        return self.kv.figures()
+        """The KV workspace manager's figures (what /metrics shows); zeros before :meth:`load`."""
+        return self.kv.figures() if self.kv is not None else KvFigures(0, 0, 0, 0, 0, 0, 0)
+
+    def ready_details(self) -> dict[str, int]:
+        """What ``/readyz`` shows of the KV budget once loaded: its size,
+        one sequence's reservation, and how many sequences fit under the
+        watermark against ``max_sequences``."""
+        if self.kv is None:
+            return {}
+        return {"kv_budget_bytes": self.kv.capacity, "kv_sequence_bytes": self.sequence_peak,
+                "kv_sequences_fit": self.kv.sequences_fit(self.sequence_peak),
+                "max_sequences": self.config.max_sequences, "window": int(self.window or 0)}
 
     def close(self) -> None:
         with self._lock:
@@ -130,10 +199,11 @@ class NativeSession:
     """One document: its sequence, its KV reservation, its fallback session."""
 
     def __init__(self, engine: NativeEngine) -> None:
-        assert engine.model is not None
+        assert engine.model is not None and engine.window is not None and engine.kv is not None
         self.engine = engine
+        self.kv = engine.kv
         self.sequence = DocumentSequence(
-            engine.model, engine.config.window, engine.settings.page_chunk_size,
+            engine.model, engine.window, engine.settings.page_chunk_size,
             engine.config.max_tokens_per_page, engine.config.rebase_positions)
         self._ticket: int | None = None
         self._cancel = threading.Event()
@@ -142,7 +212,7 @@ class NativeSession:
 
     def recognize(self, group: PageGroup) -> Iterator[Page]:
         if self._ticket is None:
-            self._ticket = self.engine.kv.admit(self.sequence.peak_bytes(), self._cancel)
+            self._ticket = self.kv.admit(self.sequence.peak_bytes(), self._cancel)
         model = self.engine.model
         assert model is not None and self.engine.scheduler is not None
         shown: dict[int, PageImage] = {}
@@ -209,6 +279,6 @@ class NativeSession:
         self._closed = True
         self.sequence.close()
         if self._ticket is not None:
-            self.engine.kv.release(self._ticket)
+            self.kv.release(self._ticket)
             self._ticket = None
         self._fallback.close()

@@ -11,10 +11,16 @@ or recomputes; a new one waits until its peak fits::
 A peak larger than the limit itself can never fit and is refused at once
 (:class:`KvBudgetExceeded`). Plain bookkeeping plus a condition variable;
 the figures are what ``/metrics`` shows.
+
+The capacity is either configured (``inference.native.kv_budget_mb``) or,
+by default, sized from the architecture by :func:`capacity_for`: the
+smallest capacity under whose watermark ``max_sequences`` peaks fit, so
+the budget admits as many documents as the batch steps together.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 
@@ -32,6 +38,18 @@ class KvFigures:
     waiting: int
     admitted_total: int
     peak_reserved: int
+
+
+def capacity_for(peak: int, sequences: int, watermark: float) -> int:
+    """The smallest capacity whose ``int(capacity × watermark)`` holds
+    ``sequences`` reservations of ``peak`` bytes each."""
+    if peak <= 0 or sequences < 1:
+        raise ValueError(f"need a positive peak and at least one sequence, got {peak} and {sequences}")
+    need = peak * sequences
+    capacity = math.ceil(need / watermark)
+    while int(capacity * watermark) < need:  # float rounding of the watermark
+        capacity += 1
+    return capacity
 
 
 class KVWorkspaceManager:
@@ -56,6 +74,10 @@ class KVWorkspaceManager:
     @property
     def reserved(self) -> int:
         return sum(self._held.values())
+
+    def sequences_fit(self, peak: int) -> int:
+        """How many reservations of ``peak`` bytes fit under the watermark at once."""
+        return self.limit // peak
 
     def try_admit(self, peak: int) -> int | None:
         """A ticket if ``peak`` bytes fit under the watermark now, else None."""

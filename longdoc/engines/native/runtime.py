@@ -60,6 +60,11 @@ class NativeModel:
     def page_id(self) -> int | None:
         return self.token_id(PAGE)
 
+    @property
+    def sliding_window(self) -> int:
+        """The checkpoint's attention window n (``text_config.sliding_window``; 128 for Unlimited-OCR)."""
+        return int(self.model.config.text_config.sliding_window)
+
     @cached_property
     def visual_tokens_per_page(self) -> int:
         sam = self.model.config.vision_config.sam_config

@@ -50,6 +50,16 @@ class PageText:
     missing: bool = False
 
 
+def reference_tokens(model: NativeModel, max_group_pages: int) -> int:
+    """The most reference tokens one group holds: BOS, ``max_group_pages`` pages, the prompt."""
+    return 1 + max_group_pages * model.visual_tokens_per_page + len(model.prompt_ids())
+
+
+def peak_bytes(model: NativeModel, window: int, max_group_pages: int) -> int:
+    """The most one document's cache holds (its admission reservation), before it exists."""
+    return model.decoder.cache_bytes(reference_tokens(model, max_group_pages), window, max_group_pages)
+
+
 class DocumentSequence:
     def __init__(self, model: NativeModel, window: int, max_group_pages: int, max_tokens_per_page: int,
                  rebase: bool = True) -> None:
@@ -60,7 +70,7 @@ class DocumentSequence:
         self.rebase = rebase
         self.prefix = [model.bos_id]
         self.prompt = model.prompt_ids()
-        self.reference = len(self.prefix) + max_group_pages * model.visual_tokens_per_page + len(self.prompt)
+        self.reference = reference_tokens(model, max_group_pages)
         self.max_group_pages = max_group_pages
         self.kv: SequenceKV | None = None
         self.pending: int | None = None
@@ -77,7 +87,7 @@ class DocumentSequence:
 
     def peak_bytes(self) -> int:
         """The most this sequence's cache will hold (its admission reservation)."""
-        return self.decoder.cache_bytes(self.reference, self.window, self.max_group_pages)
+        return peak_bytes(self.model, self.window, self.max_group_pages)
 
     @property
     def resident_pages(self) -> list[int]:

@@ -1,17 +1,31 @@
 """One decode step's attention over a :class:`SequenceKV`: R-SWA and SR-SWA.
 
-R-SWA: the query attends to the whole reference (every resident page and
-the pinned prompt) and the window ring, two pieces merged exactly.
+R-SWA (Unlimited-OCR's paper, arXiv 2606.23050; what transformers' model
+does): the query attends to the whole reference (every resident page and
+the pinned prompt) and to a sliding window over the generated tokens (the
+checkpoint's ``sliding_window``), two pieces merged exactly.
 
-SR-SWA narrows the reference in two stages, then attends exactly::
+SR-SWA has no public paper. What is known of it is a description: narrow
+the reference a step looks at (pages first, then the most relevant tokens
+inside them), keep the reference/page tokens and the generated window as
+R-SWA does, and attend exactly, so a step costs about the same whatever the
+page count; a third-party engine describes Unlimited-OCR-2's version as
+block-sparse attention over 32-token key blocks summarised per block, the
+candidates restricted to the query's page (at most ~512 keys a step). What
+follows is **longdoc's own implementation** of that described mechanism,
+not the model's: it is not known to match what Unlimited-OCR-2 was trained
+with. From the paper (R-SWA): the pinned reference and prompt, the sliding
+window over generated tokens, exact attention. longdoc's design: the page
+gating, the block scores, the top-k selection and their sizes::
 
     page gating     score every resident page from its summary (mean key,
                     or the min/max bound), keep the top ``top_pages``, and
                     always the focus pages (the page being transcribed and
                     the next, tracked from the <page> separators emitted)
     token selector  inside them, score every block of ``block_size`` keys
-                    per head by its upper bound  Σ_d max(q_d·min_d, q_d·max_d)
-                    (Quest) and keep the top ``top_blocks`` per head
+                    (16 by default, not the described 32) per head by its
+                    upper bound  Σ_d max(q_d·min_d, q_d·max_d)  (Quest) and
+                    keep the top ``top_blocks`` per head
     attention       exact over  pinned prompt ∪ selected blocks ∪ window,
                     the pieces merged by log-sum-exp
 

@@ -5,7 +5,10 @@ A checkpoint folder holds transformers' files (``config.json``, the
 ``*.safetensors`` weights, the tokenizer) and a ``SHA256SUMS`` manifest in
 ``sha256sum`` format. Every weight file is hashed and compared before
 anything is loaded; a missing manifest, an unlisted weight file or a
-mismatch refuses the folder (:class:`~longdoc.errors.ModelFilesInvalid`).
+mismatch refuses the folder (:class:`~longdoc.errors.ModelFilesInvalid`),
+and so do weights that do not fit the architecture once loaded (a tensor
+missing, unexpected or of another shape: :func:`fits`), rather than run on
+the tensors transformers would initialise at random in their place.
 The model version recorded with each page is the folder's name and the
 first 12 hex digits of the manifest's own SHA-256.
 
@@ -143,13 +146,45 @@ def load(path: str | Path, dtype: Any, device: str) -> tuple[Any, Any, Checkpoin
     from transformers import AutoTokenizer, UnlimitedOcrForConditionalGeneration
 
     try:
-        model = UnlimitedOcrForConditionalGeneration.from_pretrained(
-            checkpoint.path, dtype=dtype, local_files_only=True)
+        # mismatched shapes are reported (not raised) so that fits() names them with the rest
+        model, info = UnlimitedOcrForConditionalGeneration.from_pretrained(
+            checkpoint.path, dtype=dtype, local_files_only=True, output_loading_info=True,
+            ignore_mismatched_sizes=True)
         tokenizer = AutoTokenizer.from_pretrained(checkpoint.path, local_files_only=True)
     except (OSError, ValueError) as exc:
         raise ModelFilesInvalid(f"The model in {checkpoint.path} could not be loaded: {exc}") from exc
+    fits(info, checkpoint.path)
     use_eager_experts(model)
     return model.to(device).eval(), tokenizer, checkpoint
+
+
+#: tensor names a refusal lists, per kind
+SHOWN_NAMES = 3
+
+
+def fits(info: dict[str, Any], folder: Path) -> None:
+    """Refuse weights that do not fit the architecture: any tensor the model
+    has and the checkpoint lacks (transformers would initialise it at random),
+    any the checkpoint has and the model does not take, any of another shape.
+    ``info`` is ``from_pretrained(..., output_loading_info=True)``'s report.
+    Raises :class:`ModelFilesInvalid` naming the first few of each."""
+    found = {"missing": sorted(info.get("missing_keys") or ()),
+             "unexpected": sorted(info.get("unexpected_keys") or ()),
+             "of another shape": sorted(str(k[0]) for k in info.get("mismatched_keys") or ())}
+    found = {kind: names for kind, names in found.items() if names}
+    if not found:
+        return
+    from transformers import __version__ as transformers_version
+
+    listed = "; ".join(f"{len(names)} {kind} ({', '.join(names[:SHOWN_NAMES])}"
+                       f"{', …' if len(names) > SHOWN_NAMES else ''})" for kind, names in found.items())
+    raise ModelFilesInvalid(
+        f"The weights in {folder} do not fit transformers' UnlimitedOcrForConditionalGeneration: tensors {listed}. "
+        "It is a checkpoint of another revision or with renamed tensors; nothing is run on "
+        "freshly initialised weights.",
+        hint=f"Use an Unlimited-OCR checkpoint that transformers {transformers_version} loads as it is "
+             "(its config.json and tensor names unchanged).",
+        path=str(folder), **{kind.replace(" ", "_"): names[:SHOWN_NAMES] for kind, names in found.items()})
 
 
 def write_checkpoint(model: Any, path: str | Path) -> Checkpoint:

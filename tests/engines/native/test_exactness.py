@@ -6,11 +6,17 @@ import pytest
 import torch
 from transformers import DynamicCache
 
+from longdoc.config import InferenceSettings, NativeSettings
+from longdoc.engines.native import weights
 from longdoc.engines.native.attention import attend, merge
-from longdoc.engines.native.decoder import Decoder
+from longdoc.engines.native.decoder import Decoder, inverse_frequencies
+from longdoc.engines.native.engine import NativeEngine
 from longdoc.engines.native.kv_cache import SequenceKV
 from longdoc.engines.native.rope import cos_sin, rotate, shift
+from longdoc.engines.native.runtime import NativeModel
 from longdoc.engines.native.srswa import SrswaSettings, select, srswa_step
+
+from .conftest import float64_angles
 
 TOL = 1e-10
 WINDOW = 6  # the tiny model's sliding_window
@@ -186,3 +192,53 @@ def test_cache_stays_bounded_over_a_long_decode(tiny_model, mode):
     greedy(decoder, kv, logits, pos, 30 * WINDOW)
     assert kv.nbytes == before and kv.window_len == WINDOW and kv.generated == 30 * WINDOW
     assert sorted(int(p) for p in kv.ring_positions) == list(range(pos + 30 * WINDOW - WINDOW, pos + 30 * WINDOW))
+
+
+def _engine(model, window):
+    tok = weights.byte_tokenizer(model.config.text_config.vocab_size, model.config.image_token_id)
+    settings = InferenceSettings(engine="native", page_chunk_size=4, chunk_overlap=1,
+                                 native=NativeSettings(attention="rswa", window=window, fallback_engine=None))
+    engine = NativeEngine(settings, NativeModel.build(model, tok, "tiny@test", "rswa", SrswaSettings()))
+    engine.load()
+    return engine
+
+
+@pytest.mark.parametrize("configured", [None, WINDOW + 3], ids=["checkpoint-window", "another-window"])
+def test_the_engine_attends_over_the_checkpoints_window_unless_configured_otherwise(tiny_model, configured, caplog):
+    """Through a real session: by default the window is the checkpoint's
+    ``sliding_window`` and the decode equals transformers' own R-SWA on
+    that checkpoint; a configured other window is warned of, recorded in
+    the version, and equals transformers' R-SWA at that window."""
+    with caplog.at_level("WARNING", logger="longdoc.engines.native.engine"):
+        engine = _engine(tiny_model, configured)
+    session = engine.open_session()
+    try:
+        window = configured or WINDOW
+        assert engine.window == window and session.sequence.window == window
+        if configured is None:
+            assert engine.version == "tiny@test/rswa-w6" and not caplog.records
+            model = tiny_model
+        else:
+            assert engine.version == f"tiny@test/rswa-w{window}-ckpt6"
+            assert any("sliding_window is 6" in r.getMessage() for r in caplog.records)
+            # the same weights (same seed) in a checkpoint whose own window is the configured one
+            model = weights.random_model("tiny", seed=3, dtype=torch.float64, window=window)
+            text = model.model.language_model
+            float64_angles(text, inverse_frequencies(text.config))
+        seq = session.sequence
+        nm = engine.model
+        _, pages, _ = reference_layout(tiny_model.config.text_config.hidden_size)
+        seq.start_group([], list(enumerate(pages, start=1)), [1, 2, 3])
+        assert seq.kv.window == window
+        token, pos = seq.next_input()
+        fed, mine = [token], []
+        for i in range(4 * window):  # the ring wraps several times
+            logits = nm.decoder.step([seq.kv], [fed[-1]], [pos + i])[0]
+            mine.append(logits)
+            fed.append(int(logits.argmax()))
+        reference = torch.cat([nm.embed_ids(seq.prefix), *pages, nm.embed_ids(seq.prompt)])
+        theirs = transformers_rswa(model.model.language_model, model.lm_head, reference, fed[:-1])
+        assert max(float((a - b).abs().max()) for a, b in zip(mine, theirs[1:])) < TOL
+    finally:
+        session.close()
+        engine.close()

@@ -9,8 +9,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from longdoc.config import InferenceSettings, NativeSettings
 from longdoc.engines.native import weights
-from longdoc.engines.native.kv_manager import KVWorkspaceManager
+from longdoc.engines.native.engine import NativeEngine
+from longdoc.engines.native.kv_manager import KVWorkspaceManager, capacity_for
 from longdoc.engines.native.ngram import choose
 from longdoc.engines.native.runtime import NativeModel
 from longdoc.engines.native.scheduler import Scheduler
@@ -24,8 +26,12 @@ WINDOW = 6
 
 
 def native(model, mode="rswa"):
+    return native_model(model, mode, SrswaSettings(top_pages=2, top_blocks=4, block_size=4))
+
+
+def native_model(model, mode="srswa", srswa=None):
     tok = weights.byte_tokenizer(model.config.text_config.vocab_size, model.config.image_token_id)
-    return NativeModel.build(model, tok, "tiny-test", mode, SrswaSettings(top_pages=2, top_blocks=4, block_size=4))
+    return NativeModel.build(model, tok, "tiny-test", mode, srswa or SrswaSettings())
 
 
 def page_embeds(hidden, pages, length=9, seed=0):
@@ -178,3 +184,64 @@ def test_a_page_separator_spelt_in_several_tokens_closes_the_page_and_leaves_its
         seq.accept(token)
     assert seq.done
     assert [seq.text(p) for p in seq.pages] == ["a<b ", "cd"]
+
+
+def _engine(model, caplog, **native):
+    settings = InferenceSettings(engine="native", native=NativeSettings(fallback_engine=None, **native))
+    engine = NativeEngine(settings, native_model(model))
+    with caplog.at_level("INFO", logger="longdoc.engines.native.engine"):
+        engine.load()
+    return engine
+
+
+def _admit_all(engine):
+    """Admit sequences of the engine's own peak until one must wait; how many got in."""
+    session = engine.open_session()
+    peak = session.sequence.peak_bytes()
+    session.close()
+    assert peak == engine.sequence_peak
+    tickets = []
+    while (ticket := engine.kv.try_admit(peak)) is not None:
+        tickets.append(ticket)
+    for ticket in tickets:
+        engine.kv.release(ticket)
+    return len(tickets)
+
+
+def test_by_default_the_kv_budget_admits_max_sequences_documents(tiny_model, caplog):
+    engine = _engine(tiny_model, caplog)
+    try:
+        assert engine.config.kv_budget_mb is None and engine.config.max_sequences == 16
+        assert _admit_all(engine) == 16, "the budget is sized for max_sequences, no more, no fewer"
+        details = engine.ready_details()
+        assert details["kv_sequences_fit"] == 16 and details["max_sequences"] == 16
+        assert details["window"] == WINDOW
+        assert any("16 of max_sequences 16 sequences fit" in r.getMessage() for r in caplog.records)
+    finally:
+        engine.close()
+
+
+def test_a_configured_small_kv_budget_says_how_few_documents_it_admits(tiny_model, caplog):
+    probe = _engine(tiny_model, caplog)
+    peak = probe.sequence_peak
+    probe.close()
+    budget_mb = -(-3 * peak // int(0.8 * 2**20))  # room for 3 peaks under the 0.8 watermark, not 4
+    engine = _engine(tiny_model, caplog, kv_budget_mb=budget_mb)
+    try:
+        fit = int(budget_mb * 2**20 * 0.8) // peak
+        assert fit == 3 and _admit_all(engine) == 3
+        assert engine.ready_details()["kv_sequences_fit"] == 3
+        assert engine.ready_details()["kv_budget_bytes"] == budget_mb * 2**20
+        assert engine.ready_details()["kv_sequence_bytes"] == peak
+        warned = [r for r in caplog.records if r.levelname == "WARNING" and "3 of max_sequences 16" in r.getMessage()]
+        assert warned, "a budget that admits fewer than max_sequences is a warning at start"
+    finally:
+        engine.close()
+
+
+def test_the_kv_capacity_holds_its_sequences_whatever_the_watermark_rounding():
+    for peak in (1, 7, 12_345, 601_282_560):
+        for sequences in (1, 3, 16):
+            for watermark in (0.1, 0.3, 0.7, 0.8, 0.9, 1.0):
+                manager = KVWorkspaceManager(capacity_for(peak, sequences, watermark), watermark)
+                assert manager.sequences_fit(peak) == sequences, (peak, sequences, watermark)

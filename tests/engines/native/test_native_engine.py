@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from longdoc.engines.native import weights
 from longdoc.errors import ModelFilesInvalid
@@ -73,3 +74,49 @@ def test_pages_the_model_did_not_finish_are_read_by_the_fallback_engine(tmp_path
         assert page["status"] == "ok" and page["produced_by"] == "fallback:rapidocr"
         assert page["recovery"][0] == "cut at 12 tokens"
     assert "Review of Operations" in (tmp_path / "out" / "sample.txt").read_text()
+
+
+def _without_the_architecture(checkpoint, folder, change):
+    """A copy of ``checkpoint`` whose safetensors lost one decoder tensor, or
+    has it under another name, its manifest rewritten (so only the names
+    are wrong, not the hashes); returns (old name, new name or None)."""
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(checkpoint, folder)
+    tensors = load_file(folder / "model.safetensors")
+    name = sorted(k for k in tensors if "layers.1.self_attn.q_proj.weight" in k)[0]
+    tensor = tensors.pop(name)
+    renamed = None
+    if change == "rename":
+        renamed = name.replace("q_proj", "query_proj")
+        tensors[renamed] = tensor
+    save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
+    lines = [f"{weights.sha256_file(p)}  {p.name}" for p in sorted(folder.glob("*.safetensors"))]
+    (folder / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+    weights.verify(folder)  # the manifest holds: the refusal must come from the names
+    return name, renamed
+
+
+@pytest.mark.parametrize("change", ["remove", "rename"])
+def test_weights_that_do_not_fit_the_architecture_are_refused(tiny_checkpoint, tmp_path, change):
+    from longdoc.config import InferenceSettings, NativeSettings
+    from longdoc.engines.native.engine import NativeEngine
+
+    folder = tmp_path / "another-revision"
+    name, renamed = _without_the_architecture(tiny_checkpoint, folder, change)
+    engine = NativeEngine(InferenceSettings(engine="native", native=NativeSettings(
+        model_path=str(folder), device="cpu", fallback_engine=None)))
+    with pytest.raises(ModelFilesInvalid) as err:
+        engine.load()
+    assert err.value.code == "model_files_invalid"
+    message = err.value.message
+    assert "1 missing (" in message and "layers.1.self_attn.q_proj.weight" in message
+    if renamed:
+        assert "1 unexpected (" in message and "layers.1.self_attn.query_proj.weight" in message
+    else:
+        assert "unexpected" not in message
+    assert engine.model is None, "nothing runs on freshly initialised tensors"
+    engine.close()
+    # the checkpoint as saved loads (no name missing or unexpected)
+    model, _, _ = weights.load(tiny_checkpoint, torch.float32, "cpu")
+    assert model.config.text_config.sliding_window == 128
