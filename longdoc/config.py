@@ -86,8 +86,11 @@ class OpenAISettings(_Section):
     model: str | None = Field(default=None, description="served model name; None = the server's first model")
     api_key: SecretStr | None = None
     profile: OpenAIProfile = Field(default="unlimited-ocr", description="prompt, image mode and output parser")
-    server: Literal["vllm", "sglang"] = Field(default="vllm", description="how model-specific sampling "
-                                              "arguments are sent (vllm_xargs or custom_params)")
+    server: Literal["vllm", "sglang"] = Field(
+        default="vllm", description="how the profile's no-repeat-n-gram guard is sent: vllm: vllm_xargs (the "
+        "server started with the model's NGramPerReqLogitsProcessor); sglang: custom_logit_processor (SGLang's "
+        "DeepseekOCRNoRepeatNGramLogitProcessor) and custom_params, which needs the server started with "
+        "--enable-custom-logit-processor")
     max_concurrency: int = Field(default=8, ge=1, description="requests (and groups) in flight at once")
     kv_budget_tokens: int = Field(default=262_144, ge=1_000, description="KV tokens the server can hold; "
                                   "groups start while the estimate stays under kv_cache_watermark of it")

@@ -114,13 +114,15 @@ def test_checks_refuse_truncated_looping_and_miscounted_answers():
 
 def test_profiles_shape_prompts_for_each_server():
     unlimited = PROFILES["unlimited-ocr"]
-    assert unlimited.prompt(1, "vllm") == "<image>document parsing."
-    assert unlimited.prompt(3, "vllm") == "<image><image><image>Multi page parsing."
+    # vLLM recipe models/baidu/Unlimited-OCR.yaml: "must begin with a literal <image>\\n"
+    assert unlimited.prompt(1, "vllm") == "<image>\ndocument parsing."
+    assert unlimited.prompt(3, "vllm") == "<image>\n<image>\n<image>\nMulti page parsing."
     assert unlimited.prompt(3, "sglang") == "Multi page parsing."
     assert unlimited.ngram.args(1) == {"ngram_size": 35, "window_size": 128}
     assert unlimited.ngram.args(4) == {"ngram_size": 35, "window_size": 1024}
     deepseek = PROFILES["deepseek-ocr-2"]
-    assert deepseek.prompt(1, "vllm") == "<image>\n<|grounding|>Convert the document to markdown."
+    # vLLM recipe (online): no placeholder in the text, the image part first (vLLM adds "<image>\\n")
+    assert deepseek.prompt(1, "vllm") == "<|grounding|>Convert the document to markdown."
     assert deepseek.ngram.args(1)["whitelist_token_ids"] == [128821, 128822]
     assert PROFILES["paddleocr-vl"].prompt(1, "vllm") == "OCR:"
     assert PROFILES["generic"].prompt(1, "vllm", "Read this.") == "Read this."

@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from longdoc.engines.openai.checks import repetition_loop
+from longdoc.engines.openai.checks import LOOP_TAIL_CHARS, repetition_loop
 from longdoc.errors import EngineUnavailable
 
 #: a streamed answer is checked for a loop every this many characters
@@ -150,7 +150,7 @@ class ModelClient:
             raise RequestFailed("bad_answer", f"not a chat completion ({type(exc).__name__})") from exc
 
     def _stream(self, body: dict[str, Any]) -> Answer:
-        parts: list[str] = []
+        text = StreamedText()
         finish: str | None = None
         checked = 0
         with self._http.stream("POST", "/chat/completions", json=body) as response:
@@ -158,18 +158,50 @@ class ModelClient:
                 response.read()
                 response.raise_for_status()
             for delta, reason in _events(response.iter_lines()):
-                parts.append(delta)
+                text.append(delta)
                 finish = reason or finish
-                size = sum(len(p) for p in parts)
-                if size - checked >= LOOP_CHECK_EVERY:
-                    checked = size
-                    if repetition_loop("".join(parts)) is not None:
-                        return Answer("".join(parts), "length", stopped_looping=True)
-        return Answer("".join(parts), finish)
+                if text.size - checked >= LOOP_CHECK_EVERY:
+                    checked = text.size
+                    if repetition_loop(text.tail(LOOP_TAIL_CHARS)) is not None:
+                        return Answer(text.text(), "length", stopped_looping=True)
+        return Answer(text.text(), finish)
+
+
+class StreamedText:
+    """A streamed answer as it grows: a delta is appended in O(1), the size
+    is kept as a running count, and :meth:`tail` joins only the last parts
+    (the loop check looks at the tail alone), so n characters streamed
+    cost O(n) in all however many deltas carry them."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+
+    def append(self, delta: str) -> None:
+        if delta:
+            self.parts.append(delta)
+            self.size += len(delta)
+
+    def tail(self, chars: int) -> str:
+        """The last ``chars`` characters (all of them when fewer)."""
+        taken: list[str] = []
+        length = 0
+        for part in reversed(self.parts):
+            taken.append(part)
+            length += len(part)
+            if length >= chars:
+                break
+        return "".join(reversed(taken))[-chars:]
+
+    def text(self) -> str:
+        return "".join(self.parts)
 
 
 def _events(lines: Iterator[str]) -> Iterator[tuple[str, str | None]]:
-    """(content delta, finish_reason) of each server-sent event."""
+    """(content delta, finish_reason) of each server-sent event; a chunk
+    with no choices (``"choices": []``: the usage-only chunk a server sends
+    when asked for ``stream_options.include_usage``) carries no text and is
+    skipped."""
     for line in lines:
         if not line.startswith("data:"):
             continue
@@ -177,7 +209,10 @@ def _events(lines: Iterator[str]) -> Iterator[tuple[str, str | None]]:
         if data == "[DONE]":
             return
         try:
-            choice = json.loads(data)["choices"][0]
+            choices = json.loads(data)["choices"]
+            if isinstance(choices, list) and not choices:
+                continue
+            choice = choices[0]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise RequestFailed("bad_answer", "a streamed event is not a chat completion chunk") from exc
         yield (choice.get("delta") or {}).get("content") or "", choice.get("finish_reason")

@@ -55,7 +55,7 @@ from longdoc.engines.fallback import Fallback
 from longdoc.engines.openai.checks import Incomplete, check_answer, check_pages
 from longdoc.engines.openai.client import Answer, ModelClient, RequestFailed, ServerFacts
 from longdoc.engines.openai.parsers import split_pages
-from longdoc.engines.openai.profiles import get_profile
+from longdoc.engines.openai.profiles import SGLANG_NGRAM_PROCESSOR, get_profile
 from longdoc.errors import EngineFailed, EngineUnavailable, JobCancelled
 from longdoc.model import ErrorInfo, Page, PageStatus
 
@@ -160,17 +160,18 @@ class OpenAIEngine:
         """A chat completion for ``images`` (data URIs), as the profile and
         the server kind ask for it."""
         profile, config = self.profile, self.config
-        content: list[dict[str, Any]] = [{"type": "text", "text": profile.prompt(pages, config.server, config.prompt)}]
-        content += [{"type": "image_url", "image_url": {"url": uri}} for uri in images]
         body: dict[str, Any] = {
             "model": self.facts.model if self.facts else config.model,
-            "messages": [{"role": "user", "content": content}],
+            "messages": [{"role": "user", "content": profile.content(images, config.server, config.prompt)}],
             "temperature": 0.0, "max_tokens": self.max_tokens(pages), "stream": config.stream,
         }
         if profile.keep_special_tokens:
             body["skip_special_tokens"] = False
         if profile.ngram is not None and config.server == "vllm":
             body["vllm_xargs"] = profile.ngram.args(pages)
+        if profile.ngram is not None and config.server == "sglang":
+            body["custom_logit_processor"] = SGLANG_NGRAM_PROCESSOR
+            body["custom_params"] = profile.ngram.args(pages)
         if profile.name == "unlimited-ocr" and config.server == "sglang":
             body["images_config"] = {"image_mode": "base" if pages > 1 else "gundam"}
         return body
@@ -197,12 +198,18 @@ class _CountingSemaphore:
 
 @dataclass
 class _Shown:
-    """A page as sent: its data URI and size in points."""
+    """A page as sent: its data URI in a request of several pages
+    (``uri``) and of one page (``uri_one``: crop mode's resolution where the
+    profile has one), and its size in points."""
 
     page: int
     uri: str
     width_pt: float
     height_pt: float
+    uri_one: str | None = None
+
+    def uri_for(self, pages: int) -> str:
+        return self.uri_one if pages == 1 and self.uri_one is not None else self.uri
 
 
 @dataclass
@@ -285,7 +292,7 @@ class OpenAISession:
     def _request(self, context: list[int], owned: list[int], shown: dict[int, _Shown], path: str,
                  recovery: list[str]) -> dict[int, Page]:
         sent = [*context, *owned]
-        body = self.engine.request_body([shown[n].uri for n in sent], len(sent))
+        body = self.engine.request_body([shown[n].uri_for(len(sent)) for n in sent], len(sent))
         answer = self.client.complete(body, self._cancelled.is_set)
         if self._cancelled.is_set():
             raise JobCancelled("The document's requests were cancelled.")
@@ -295,7 +302,7 @@ class OpenAISession:
             notes.append(f"{path}: retried {answer.retries}x after a transient failure")
         if not answer.text.strip():
             raise Incomplete("empty", "the answer is empty")
-        chunks = split_pages(answer.text) if len(sent) > 1 else [answer.text]
+        chunks = split_pages(answer.text, len(sent)) if len(sent) > 1 else [answer.text]
         if len(sent) > 1:
             check_pages(chunks, len(sent))
         pages = {}
@@ -326,20 +333,31 @@ class OpenAISession:
     # -- images ---------------------------------------------------------------------
 
     def _encode(self, images: Iterable[PageImage]) -> Iterator[_Shown]:
+        """Each page as a data URI at the size a request of several pages
+        sends it, and (where one page is sent at another size: crop mode)
+        at the size a one-page request sends it."""
+        profile = self.engine.profile
         for image in images:
             if self._cancelled.is_set():
                 raise JobCancelled("The document's requests were cancelled.")
-            yield _Shown(image.page, data_uri(image, self.engine.profile.image_max_side), image.width_pt,
-                         image.height_pt)
+            height, width = image.image.shape[:2]
+            several = profile.image_size(width, height, 2) if profile.multi_page else None
+            one = profile.image_size(width, height, 1)
+            uri = data_uri(image, size=several or one)
+            uri_one = data_uri(image, size=one) if several is not None and one != several else None
+            yield _Shown(image.page, uri, image.width_pt, image.height_pt, uri_one)
 
 
-def data_uri(image: PageImage, max_side: int) -> str:
-    """The page as a JPEG data URI, its longest side at most ``max_side`` pixels."""
+def data_uri(image: PageImage, max_side: int | None = None, *, size: tuple[int, int] | None = None) -> str:
+    """The page as a JPEG data URI: resized to ``size`` (width, height)
+    when given, else its longest side at most ``max_side`` pixels."""
     picture = Image.fromarray(image.image)
-    scale = max_side / max(picture.size)
-    if scale < 1:
-        picture = picture.resize((max(1, round(picture.width * scale)), max(1, round(picture.height * scale))),
-                                 Image.Resampling.LANCZOS)
+    if size is None and max_side is not None:
+        scale = max_side / max(picture.size)
+        if scale < 1:
+            size = (max(1, round(picture.width * scale)), max(1, round(picture.height * scale)))
+    if size is not None and size != picture.size:
+        picture = picture.resize(size, Image.Resampling.LANCZOS)
     buffer = io.BytesIO()
     picture.convert("RGB").save(buffer, format="JPEG", quality=JPEG_QUALITY)
     return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

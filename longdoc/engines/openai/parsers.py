@@ -76,12 +76,17 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+")
 _FENCE_OPEN = re.compile(r"^[ ]{0,3}(?P<fence>`{3,}|~{3,})[^\n]*$", re.MULTILINE)
 
 
-def split_pages(text: str) -> list[str]:
+def split_pages(text: str, expected: int | None = None) -> list[str]:
     """A multi-page answer's pages, split on ``<PAGE>`` (any case, also
-    ``<page>``); the empty text before the first separator is dropped."""
+    ``<page>``); the empty text before the first separator is dropped, and
+    so is the empty text after a trailing separator when it would make one
+    page more than the ``expected`` number (a blank last page still counts
+    when the answer holds one chunk per page)."""
     chunks = _PAGE_SEP.split(clean(text))
     if chunks and not chunks[0].strip():
         chunks = chunks[1:]
+    if expected is not None and len(chunks) == expected + 1 and not chunks[-1].strip():
+        chunks = chunks[:-1]
     return chunks
 
 

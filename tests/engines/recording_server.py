@@ -1,0 +1,118 @@
+"""A FAKE OpenAI-compatible model server for request tests: it records every
+chat-completion body it is sent and answers with a canned text, on
+loopback, from a thread of the test process (stdlib ``http.server``; no
+model, no OCR).
+
+    with RecordingServer(answer=lambda body, images: "text") as server:
+        ...  # point the engine at server.url + "/v1"
+        server.bodies  # the JSON bodies of POST /v1/chat/completions, in order
+
+``answer`` gets the request body and its number of images and returns the
+answer text (default: ``<PAGE>page i`` for each image of a request of
+several, ``page 1`` for one). Streaming requests get the text in
+``delta_chars``-character deltas, then a usage-only chunk
+(``"choices": []``) when ``usage_chunk`` is set, then ``[DONE]``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MODEL = "recording-model"
+
+
+def default_answer(body: dict[str, Any], images: int) -> str:
+    if images > 1:
+        return "".join(f"<PAGE>page {i}" for i in range(1, images + 1))
+    return "page 1"
+
+
+def image_urls(body: dict[str, Any]) -> list[str]:
+    """The data URIs of a body's image parts, in order."""
+    return [part["image_url"]["url"] for message in body["messages"] for part in message["content"]
+            if isinstance(part, dict) and part.get("type") == "image_url"]
+
+
+class RecordingServer:
+    def __init__(self, answer: Callable[[dict[str, Any], int], str] = default_answer, delta_chars: int = 16,
+                 usage_chunk: bool = False) -> None:
+        self.answer = answer
+        self.delta_chars = delta_chars
+        self.usage_chunk = usage_chunk
+        self.bodies: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._http.daemon_threads = True
+        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._http.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> RecordingServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+        self._thread.join(timeout=5)
+
+    def record(self, body: dict[str, Any]) -> None:
+        with self._lock:
+            self.bodies.append(body)
+
+    def events(self, text: str, finish: str) -> list[bytes]:
+        chunks = [text[i:i + self.delta_chars] for i in range(0, len(text), self.delta_chars)]
+        events = [{"choices": [{"index": 0, "delta": {"content": c}, "finish_reason": None}]} for c in chunks]
+        events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        if self.usage_chunk:
+            events.append({"choices": [], "usage": {"prompt_tokens": 300, "completion_tokens": len(chunks)}})
+        return [f"data: {json.dumps(e)}\n\n".encode() for e in events] + [b"data: [DONE]\n\n"]
+
+
+def _handler(server: RecordingServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:  # quiet
+            pass
+
+        def _json(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if self.path == "/v1/models":
+                self._json(200, {"object": "list", "data": [{"id": MODEL, "max_model_len": 32768}]})
+            elif self.path == "/health":
+                self._json(200, {"status": "ok"})
+            else:
+                self._json(404, {"error": "not found"})
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            server.record(body)
+            text = server.answer(body, len(image_urls(body)))
+            if not body.get("stream"):
+                self._json(200, {"object": "chat.completion", "model": MODEL, "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for event in server.events(text, "stop"):
+                self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+            self.wfile.write(b"0\r\n\r\n")
+
+    return Handler
