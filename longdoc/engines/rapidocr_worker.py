@@ -85,10 +85,8 @@ def build_ocr(params: dict[str, Any], recheck: RecheckPlan | None = None) -> Any
     _adopt_rapidocr_logger()
     cache_openvino_models()
     ocr = RapidOCR(params=params)  # its models load on first use, at the precision in force then
-    with openvino_precision(precision_of("det", cascade=recheck is not None)):
-        ocr._load_det_model()
-    with openvino_precision(precision_of("rec", cascade=recheck is not None)):
-        ocr._load_rec_model()
+    load_model(ocr, "det", cascade=recheck is not None)
+    load_model(ocr, "rec", cascade=recheck is not None)
     with openvino_precision(OPENVINO_PRECISION):
         attach(ocr, recheck)
     run_ocr(ocr, warm_up_image())
@@ -109,6 +107,72 @@ OPENVINO_PRECISION = "f32"
 #: on the real corpus's lines tiny reads 1.83% CER in bfloat16 (1.71% on ONNX
 #: Runtime) at 0.9x its time (bench/lines.py)
 FAST_PRECISION: str | None = None
+
+def load_model(ocr: Any, role: str, cascade: bool) -> Any:
+    """The detector (``role`` ``det``) or recognizer of the ``RapidOCR``
+    object ``ocr``, loaded at :func:`precision_of` its role. A model that
+    OpenVINO compiled at its own default precision is first made to read
+    the calibration lines (:func:`calibration_problem`); if it misreads
+    them, it is compiled again in float32, with a warning. OpenVINO
+    2026.4's bfloat16 on a Xeon with AMX read the small recognizer's lines
+    as garbage (``"   妖"`` for ``"the quick brown fox"``) while tiny and
+    the detector read right: what a precision does to a model is found
+    out on the machine, not assumed."""
+    precision = precision_of(role, cascade)
+    with openvino_precision(precision):
+        model = _load(ocr, role)
+    if precision == OPENVINO_PRECISION or not _on_openvino(model):
+        return model
+    problem = calibration_problem(model, role)
+    if problem is None:
+        return model
+    logging.getLogger(__name__).warning(
+        "OpenVINO's default precision misreads; computing in float32",
+        extra={"role": role, "problem": problem, "precision": OPENVINO_PRECISION})
+    if role == "det":
+        ocr.text_det = None
+    else:
+        ocr.text_rec = None
+    with openvino_precision(OPENVINO_PRECISION):
+        return _load(ocr, role)
+
+
+def _load(ocr: Any, role: str) -> Any:
+    return ocr._load_det_model() if role == "det" else ocr._load_rec_model()
+
+
+def _on_openvino(model: Any) -> bool:
+    return type(getattr(model, "session", None)).__name__ == "OpenVINOInferSession"
+
+
+#: how close (normalized Levenshtein similarity) a recognizer's reading of
+#: the calibration lines must come to their text: tiny and small read them at
+#: 0.98-1.0; a model that computes garbage reads under 0.1
+CALIBRATION_SIMILARITY = 0.9
+
+
+def calibration_problem(model: Any, role: str) -> str | None:
+    """What is wrong with ``model``'s reading of :func:`calibration_image`
+    (None: nothing): a detector must find a line in every line's band, a
+    recognizer (a RapidOCR ``TextRecognizer``) must read the lines' text
+    within :data:`CALIBRATION_SIMILARITY`."""
+    from rapidfuzz.distance import Levenshtein
+
+    image = np.ascontiguousarray(calibration_image()[..., ::-1])
+    if role == "det":
+        boxes = model(image).boxes
+        centres = [float(np.mean(np.asarray(box)[:, 1])) for box in (boxes if boxes is not None else [])]
+        missed = [i for i, (top, bottom) in enumerate(CALIBRATION_LINES) if not any(top <= c <= bottom for c in centres)]
+        return f"found no box on calibration lines {missed}" if missed else None
+    from rapidocr.ch_ppocr_rec.typings import TextRecInput
+
+    crops = [np.ascontiguousarray(image[top:bottom]) for top, bottom in CALIBRATION_LINES]
+    read = " ".join(str(t) for t in (model(TextRecInput(img=crops)).txts or ()))
+    truth = " ".join(calibration_lines())
+    similarity = Levenshtein.normalized_similarity(" ".join(read.split()), truth)
+    return None if similarity >= CALIBRATION_SIMILARITY else \
+        f"read the calibration lines at similarity {similarity:.2f} ({read[:40]!r} for {truth[:40]!r})"
+
 
 #: RapidOCR's OpenVINO session module (whose ``Core`` :func:`cache_openvino_models` replaces)
 RAPIDOCR_OPENVINO = "rapidocr.inference_engine.openvino.main"
@@ -381,8 +445,7 @@ def time_roles(candidates: dict[str, dict[str, dict[str, Any]]], owner_pid: int 
         for runtime, params in by_runtime.items():
             try:
                 ocr = RapidOCR(params=params)
-                with openvino_precision(precision_of(role, cascade="recheck" in candidates)):
-                    model = ocr._load_det_model() if role == "det" else ocr._load_rec_model()
+                model = load_model(ocr, role, cascade="recheck" in candidates)
 
                 def run(k: int) -> None:
                     if role == "det":
@@ -414,15 +477,19 @@ def calibration_image() -> np.ndarray:
     so both models work as they do on pages."""
     from PIL import Image, ImageDraw, ImageFont
 
-    words = ("the quick brown fox jumps over a lazy dog while seven wizards quietly judge "
-             "boxing matches 0123 4567 89 and report every result").split()
     font = ImageFont.load_default(size=30)
     img = Image.new("RGB", (1600, 8 * 52 + 60), "white")
     draw = ImageDraw.Draw(img)
-    for i in range(8):
-        line = " ".join(words[(i * 3 + j) % len(words)] for j in range(14 - i % 4 * 3))
+    for i, line in enumerate(calibration_lines()):
         draw.text((40, 30 + i * 52), line, fill="black", font=font)
     return np.asarray(img)
+
+
+def calibration_lines() -> list[str]:
+    """The text of :func:`calibration_image`'s lines, top to bottom."""
+    words = ("the quick brown fox jumps over a lazy dog while seven wizards quietly judge "
+             "boxing matches 0123 4567 89 and report every result").split()
+    return [" ".join(words[(i * 3 + j) % len(words)] for j in range(14 - i % 4 * 3)) for i in range(8)]
 
 
 def warm_up_image() -> np.ndarray:

@@ -141,3 +141,78 @@ def test_an_int8_file_that_does_not_match_its_hash_is_refused(tmp_path):
     (tmp_path / f"{built.name}.sha256").write_text(built.with_name(built.name + ".sha256").read_text())
     with pytest.raises(ModelFileError):
         int8_model.int8_recognizer(copy)
+
+
+# --- what a precision does to a model is checked on the machine ---------------------------------------------
+
+
+def _ocr(runtime: str, model: str | None = None, keys: str | None = None):
+    """A RapidOCR object whose recognizer (not loaded yet) is ``model`` on ``runtime``."""
+    from rapidocr import RapidOCR
+
+    from longdoc.engines import rapidocr_worker
+
+    params = {**rapidocr_worker.DEFAULT_PARAMS, **backends.engine_config(1), **backends.rec_params(runtime, model, keys)}
+    rapidocr_worker.cache_openvino_models()
+    return RapidOCR(params=params)
+
+
+def _recognizer(runtime: str, precision: str | None, model: str | None = None, keys: str | None = None):
+    """The recognizer ``model`` on ``runtime``, compiled at ``precision`` (OpenVINO; None: its default)."""
+    from longdoc.engines import rapidocr_worker
+
+    ocr = _ocr(runtime, model, keys)
+    with rapidocr_worker.openvino_precision(precision):
+        return ocr._load_rec_model()
+
+
+def test_a_recognizer_that_misreads_the_calibration_lines_is_found_out(tmp_path):
+    from longdoc.engines import model_files, rapidocr_worker
+
+    assert rapidocr_worker.calibration_problem(_recognizer("onnxruntime", None), "rec") is None
+    tiny, keys = model_files.tiny_recognizer()
+    assert rapidocr_worker.calibration_problem(_recognizer("onnxruntime", None, str(tiny), str(keys)),
+                                               "rec") is None
+    chars = keys.read_text(encoding="utf-8").splitlines()
+    shifted = tmp_path / "keys.txt"  # every character one place off: confident nonsense, as broken arithmetic reads
+    shifted.write_text("\n".join(chars[1:] + chars[:1]) + "\n", encoding="utf-8")
+    problem = rapidocr_worker.calibration_problem(
+        _recognizer("onnxruntime", None, str(tiny), str(shifted)), "rec")
+    assert problem is not None and "similarity" in problem
+
+
+def test_the_detector_finds_every_calibration_line():
+    from rapidocr import RapidOCR
+
+    from longdoc.engines import rapidocr_worker
+
+    params = {**rapidocr_worker.DEFAULT_PARAMS, **backends.engine_config(1), **backends.det_params("onnxruntime")}
+    assert rapidocr_worker.calibration_problem(RapidOCR(params=params)._load_det_model(), "det") is None
+
+
+def _default_precision() -> str:
+    import openvino
+
+    return str(openvino.Core().get_property("CPU", "INFERENCE_PRECISION_HINT"))
+
+
+@needs_openvino
+def test_a_model_that_misreads_at_openvinos_own_precision_is_compiled_again_in_float32(caplog):
+    """On a Xeon with AMX, OpenVINO 2026.4 computes in bfloat16 by default, and
+    the small recognizer then reads garbage. Loaded as a fast model (where
+    the engine lets OpenVINO choose its precision) it must come back in
+    float32, reading right."""
+    from longdoc.engines import rapidocr_worker
+
+    if "bf16" not in _default_precision() and "bfloat16" not in _default_precision():
+        pytest.skip("this processor's OpenVINO default precision is float32")
+    at_default = _recognizer("openvino", None)
+    if rapidocr_worker.calibration_problem(at_default, "rec") is None:
+        pytest.skip("the small recognizer reads right in bfloat16 on this processor")
+    ocr = _ocr("openvino")
+    with caplog.at_level("WARNING", logger="longdoc.engines.rapidocr_worker"):
+        model = rapidocr_worker.load_model(ocr, "rec", cascade=True)  # the fast role: OpenVINO's own precision
+    compiled = model.session.session.get_compiled_model()
+    assert "32" in str(compiled.get_property("INFERENCE_PRECISION_HINT"))
+    assert rapidocr_worker.calibration_problem(model, "rec") is None
+    assert any("misreads" in r.getMessage() for r in caplog.records)
