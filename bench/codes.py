@@ -15,7 +15,7 @@ runs of whitespace as one space). Printed: tokens read
 exactly per recognizer, by kind and by font, the misreadings of the
 default engine, and seconds of each run (ratio to small).
 
-    python bench/codes.py [--per-page 21] [--seed 0] [--recognizers tiny,small,cascade] [--ocrmypdf]
+    python bench/codes.py [--per-page 21] [--seed 0] [--recognizers tiny,small,cascade,cascade+int8] [--ocrmypdf]
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ def read_longdoc(scan: Path, work: Path, recognizer: str) -> tuple[float, list[s
     page is furniture, and still read)."""
     out = work / recognizer
     shutil.rmtree(out, ignore_errors=True)
-    env = {**os.environ, "LONGDOC_INFERENCE__RECOGNIZER": recognizer}
+    name, _, int8 = recognizer.partition("+")  # "cascade+int8": with the int8 small recognizer
+    env = {**os.environ, "LONGDOC_INFERENCE__RECOGNIZER": name, "LONGDOC_INFERENCE__INT8": str(int8 == "int8").lower()}
     cmd = [str(Path(sys.executable).parent / "longdoc"), "parse", str(scan), "-o", str(out), "--format", "json",
            "-q"]
     t0 = time.perf_counter()
