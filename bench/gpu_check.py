@@ -83,7 +83,7 @@ CLAIMS = {
 #: the sizes of each mode (command-line options override them)
 FULL = dict(preset="real", dtype="bfloat16", vision_pages=8, windows="128,1024", rswa_extra=64,
             engine_pages=32, engine_steps=64, engine_window=128, tokens_per_page=1000, concurrency="1,16",
-            kv_pages="10,100,300", kv_window=1024, chunk=32, kv_steps=10)
+            kv_pages="10,100,300", kv_window=128, chunk=32, kv_steps=10)
 REDUCED = dict(preset="tiny", dtype="float32", vision_pages=2, windows="16,48", rswa_extra=8,
                engine_pages=2, engine_steps=8, engine_window=8, tokens_per_page=20, concurrency="1,16",
                kv_pages="10,100,300", kv_window=64, chunk=32, kv_steps=3)

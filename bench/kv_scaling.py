@@ -9,7 +9,7 @@ keeps), then decode steps are timed:
 
 - ``full``: one sequence keeps every page (273 visual tokens each) and every
   generated token (``--tokens-per-page``, default 1,000);
-- ``rswa``: one group of all pages, pinned, plus a window of ``--window`` (1024);
+- ``rswa``: one group of all pages, pinned, plus a window of ``--window`` (128, the checkpoint's);
 - ``srswa``: infinite decoding in groups of ``--chunk`` pages (32, overlap 2),
   so at most one group is resident, plus the window and the SR-SWA summaries;
   steps gate 4 pages and select 64 blocks of 16 per head.
@@ -115,7 +115,8 @@ def main() -> int:
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--layers", type=int, default=None, help="decoder layers run (cpu 2, cuda 12)")
     p.add_argument("--tokens-per-page", type=int, default=1000)
-    p.add_argument("--window", type=int, default=1024)
+    p.add_argument("--window", type=int, default=128,
+                   help="attention window: Unlimited-OCR's checkpoint has sliding_window 128 (the default)")
     p.add_argument("--chunk", type=int, default=32)
     p.add_argument("--concurrency", default="1,16")
     p.add_argument("--steps", type=int, default=5)
