@@ -108,7 +108,7 @@ Candidates = dict[str, dict[str, dict[str, Any]]]
 
 
 def choose(asked: str, threads: int, roles: Sequence[str], candidates: Callable[[], Candidates],
-           models: Sequence[str | None] = (), probe: Callable[..., dict[str, dict[str, float]]] | None = None
+           probe: Callable[..., dict[str, dict[str, float]]], models: Sequence[str | None] = ()
            ) -> tuple[dict[str, Backend], str, dict[str, dict[str, float]]]:
     """The runtime of each of ``roles`` for ``asked`` (auto, onnxruntime,
     openvino), why (``asked``, ``measured``, ``remembered``, ``only one
@@ -117,7 +117,7 @@ def choose(asked: str, threads: int, roles: Sequence[str], candidates: Callable[
     settings that run its model on each runtime (called only when timing);
     ``models``: the model files the roles read (their hashes are part of
     what the choice is remembered under); ``probe(candidates, owner_pid)``
-    times them in a worker process (default: RapidOCR's models,
+    times them in a worker process (RapidOCR's models:
     :func:`~longdoc.engines.rapidocr_worker.time_roles`). Per role, OpenVINO
     is kept only when it ran :data:`OPENVINO_MARGIN` faster: it compiles its
     models at every start."""
@@ -168,10 +168,7 @@ def cache_dir() -> Path:
     return Path(base) / "longdoc"
 
 
-def _probe(candidates: Candidates, probe: Callable[..., dict[str, dict[str, float]]] | None
-           ) -> dict[str, dict[str, float]]:
-    if probe is None:
-        from longdoc.engines.rapidocr_worker import time_roles as probe
+def _probe(candidates: Candidates, probe: Callable[..., dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
     try:
         with ProcessPoolExecutor(1, mp_context=procs.context()) as pool:
             future = pool.submit(probe, candidates, os.getpid())

@@ -209,7 +209,7 @@ class RapidOcrEngine:
     def _choose(self, roles: tuple[str, ...]) -> tuple[dict[str, backends.Backend], str, dict[str, dict[str, float]]]:
         models = self._models()
         return backends.choose(self.asked_backend, self.threads_per_worker, roles, self._candidates,
-                               models=[models[r][0] for r in roles])
+                               rapidocr_worker.time_roles, models=[models[r][0] for r in roles])
 
     @property
     def backend(self) -> str:

@@ -88,7 +88,7 @@ class RegionDetector:
             chosen, _, _ = backends.choose(self.asked_backend, 1, ("layout",),
                                         lambda: {"layout": {rt: {"path": layout} for rt in backends.BACKENDS
                                                             if backends.available(rt)}},
-                                        models=[layout], probe=regions_worker.time_layout)
+                                        regions_worker.time_layout, models=[layout])
             self._runtime = chosen["layout"]
         return self._runtime
 

@@ -8,6 +8,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from longdoc.export import DEFAULT_FORMATS
+from longdoc.jobs.public import JobLinks, JobPublic, job_public
+
+__all__ = ["JobLinks", "JobPublic", "job_public"]  # the job's public view lives with the jobs (webhooks send it)
 
 
 class JobOptions(BaseModel):
@@ -37,40 +40,6 @@ class ErrorBody(BaseModel):
 
 class ErrorResponse(BaseModel):
     error: ErrorBody
-
-
-class JobLinks(BaseModel):
-    self: str
-    events: str
-    result: str
-    pages: str
-
-
-class JobPublic(BaseModel):
-    id: str
-    state: str
-    created_at: datetime
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    expires_at: datetime | None = None
-    filename: str
-    media_type: str | None = None
-    size_bytes: int | None = None
-    pages_total: int | None = None
-    pages_done: int = 0
-    failed_pages: list[int] = Field(default_factory=list)
-    queue_position: int | None = None
-    priority: int = 0
-    lane: str
-    options: dict[str, Any]
-    engine: str | None = None
-    engine_version: str | None = None
-    timings: dict[str, float] = Field(default_factory=dict)
-    peak_rss_bytes: int | None = None
-    attempts: int = 0
-    cancel_requested: bool = Field(default=False, description="a cancel was asked; the job stops after its current group")
-    error: dict[str, Any] | None = None
-    links: JobLinks
 
 
 class JobList(BaseModel):
@@ -120,18 +89,3 @@ class KeyCreated(KeyPublic):
 class Readiness(BaseModel):
     ready: bool
     checks: dict[str, bool | int | str]
-
-
-def job_public(job: Any, queue_position: int | None = None) -> JobPublic:
-    """The client's view of a job record (``queue_position`` for a queued one)."""
-    base = f"/v1/jobs/{job.id}"
-    return JobPublic(
-        id=job.id, state=job.state, created_at=job.created_at, started_at=job.started_at,
-        finished_at=job.finished_at, expires_at=job.expires_at, filename=job.filename,
-        media_type=job.media_type, size_bytes=job.size_bytes, pages_total=job.pages_total,
-        pages_done=job.pages_done or 0, failed_pages=list(job.failed_pages or []), queue_position=queue_position,
-        priority=job.priority, lane=job.lane, options=dict(job.options or {}), engine=job.engine,
-        engine_version=job.engine_version, timings=dict(job.timings or {}), peak_rss_bytes=job.peak_rss_bytes,
-        attempts=job.attempts or 0, cancel_requested=bool(job.cancel_requested), error=job.error,
-        links=JobLinks(self=base, events=f"{base}/events", result=f"{base}/result", pages=f"{base}/pages"),
-    )

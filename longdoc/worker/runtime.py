@@ -19,7 +19,7 @@ from longdoc.jobs.runner import JobFinisher, JobRunner
 from longdoc.jobs.steps import FleetSteps, Send
 from longdoc.jobs.task_repo import TaskRepo
 from longdoc.pipeline import Pipeline
-from longdoc.service.schemas import job_public
+from longdoc.jobs.public import finished_payload
 from longdoc.storage.base import ObjectStore
 from longdoc.storage.factory import store_from_url
 from longdoc.storage.scratch import ScratchDir
@@ -75,6 +75,5 @@ def announce(jobs: JobRepo, outbox: Outbox, job_id: str) -> None:
     job = jobs.get_any(job_id)
     if job is None or not job.callback_url:
         return
-    payload = {"event": "job.finished", "job": job_public(job).model_dump(mode="json")}
-    if outbox.enqueue(job.id, job.callback_url, payload):
+    if outbox.enqueue(job.id, job.callback_url, finished_payload(job)):
         outbox.wake()

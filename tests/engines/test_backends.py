@@ -27,16 +27,16 @@ def _untimed():
 
 
 def test_an_asked_backend_is_used_as_asked_for_every_model():
-    assert backends.choose("onnxruntime", 1, backends.ROLES, _untimed) == (
+    assert backends.choose("onnxruntime", 1, backends.ROLES, _untimed, _untimed) == (
         {"det": "onnxruntime", "rec": "onnxruntime", "recheck": "onnxruntime"}, "asked", {})
 
 
 def test_an_asked_backend_that_is_missing_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(backends, "available", lambda name: name != "openvino")
     with pytest.raises(EngineUnavailable) as err:
-        backends.choose("openvino", 1, backends.ROLES, _untimed)
+        backends.choose("openvino", 1, backends.ROLES, _untimed, _untimed)
     assert err.value.code == "engine_unavailable" and "openvino" in str(err.value)
-    assert backends.choose("auto", 1, ("det", "rec"), _untimed) == (
+    assert backends.choose("auto", 1, ("det", "rec"), _untimed, _untimed) == (
         {"det": "onnxruntime", "rec": "onnxruntime"}, "only one installed", {})
 
 
