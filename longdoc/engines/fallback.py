@@ -5,9 +5,11 @@ named in their settings (``fallback_engine``, e.g. ``rapidocr``).
 :class:`Fallback` is the engine side: the fallback engine is built on first
 need, shared by every session, and reads one group at a time (a page engine
 is not re-entrant). :class:`FallbackSession` is one document's use of it,
-opened on first need and cancelled or closed with the document's session::
+opened on first need and cancelled or closed with the document's session.
+The registry builds it (it knows how to build an engine by name) and
+hands it to the model engine, so this module imports no engine::
 
-    fallback = Fallback(settings, settings.openai.fallback_engine, owner="openai")
+    fallback = Fallback("rapidocr", lambda name: get_engine(name, settings))   # in the registry
     reader = fallback.session()              # in each document's session
     pages = reader.read(group, [4, 7])       # None: no fallback engine, or no way to render
 """
@@ -15,21 +17,19 @@ opened on first need and cancelled or closed with the document's session::
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
 
 from longdoc.engines.base import Engine, EngineSession, GroupPlan, PageGroup
 from longdoc.model import Page
 
-if TYPE_CHECKING:
-    from longdoc.config import InferenceSettings
-
 
 class Fallback:
-    def __init__(self, settings: InferenceSettings, name: str | None, owner: str) -> None:
-        self.settings = settings
-        #: None: pages the model could not produce fail
-        self.name = None if name == owner else name
+    """The engine ``name`` (None: none; pages the model could not produce
+    fail), built by ``build(name)`` on first need."""
+
+    def __init__(self, name: str | None = None, build: Callable[[str], Engine] | None = None) -> None:
+        self.name = name if build is not None else None
+        self._build = build
         self._engine: Engine | None = None
         self._lock = threading.Lock()
         self.read_lock = threading.Lock()
@@ -40,9 +40,8 @@ class Fallback:
             return None
         with self._lock:
             if self._engine is None:
-                from longdoc.engines.registry import get_engine
-
-                self._engine = get_engine(self.name, self.settings)
+                assert self._build is not None
+                self._engine = self._build(self.name)
             return self._engine
 
     def session(self) -> FallbackSession:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from longdoc.engines.base import Engine
+from longdoc.engines.fallback import Fallback
 from longdoc.errors import UnknownEngine
 
 if TYPE_CHECKING:
@@ -49,10 +50,16 @@ def _tesseract(settings: InferenceSettings) -> Engine:
     return PagedEngine(recognizer, workspace_budget=settings.workspace_budget_mb * 2**20)
 
 
+def fallback_for(settings: InferenceSettings, name: str | None, owner: str) -> Fallback:
+    """The CPU engine a model engine (``owner``) hands the pages it could not
+    produce to: ``name`` from this registry (none when unset or the owner itself)."""
+    return Fallback(None if name in (None, owner) else name, lambda engine: get_engine(engine, settings))
+
+
 def _openai(settings: InferenceSettings) -> Engine:
     from longdoc.engines.openai import OpenAIEngine
 
-    return OpenAIEngine(settings)
+    return OpenAIEngine(settings, fallback=fallback_for(settings, settings.openai.fallback_engine, "openai"))
 
 
 def _native(settings: InferenceSettings) -> Engine:
@@ -63,7 +70,7 @@ def _native(settings: InferenceSettings) -> Engine:
 
         raise EngineUnavailable("The native engine needs torch and transformers, which are not installed.",
                                 hint="Install the torch extra: pip install 'longdoc[torch]'.") from exc
-    return NativeEngine(settings)
+    return NativeEngine(settings, fallback=fallback_for(settings, settings.native.fallback_engine, "native"))
 
 
 _FACTORIES: dict[str, EngineFactory] = {"rapidocr": _rapidocr, "tesseract": _tesseract, "openai": _openai,

@@ -51,7 +51,8 @@ log = logging.getLogger(__name__)
 class NativeEngine:
     name = "native"
 
-    def __init__(self, settings: InferenceSettings, model: NativeModel | None = None) -> None:
+    def __init__(self, settings: InferenceSettings, model: NativeModel | None = None,
+                 fallback: Fallback | None = None) -> None:
         self.settings = settings
         self.config = settings.native
         self.capabilities = EngineCapabilities(
@@ -69,7 +70,8 @@ class NativeEngine:
         self.scheduler: Scheduler | None = None
         self._lock = threading.Lock()
         #: the CPU engine for pages the model did not finish, shared by every session
-        self.fallback = Fallback(settings, self.config.fallback_engine, owner=self.name)
+        #: (the registry's, built from ``fallback_engine``; none: such pages fail)
+        self.fallback = fallback or Fallback()
 
     @property
     def window(self) -> int | None:

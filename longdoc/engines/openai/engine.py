@@ -70,7 +70,7 @@ class OpenAIEngine:
 
     name = "openai"
 
-    def __init__(self, settings: InferenceSettings, transport: Any = None) -> None:
+    def __init__(self, settings: InferenceSettings, transport: Any = None, fallback: Fallback | None = None) -> None:
         self.settings = settings
         self.config = settings.openai
         self.profile = get_profile(self.config.profile)
@@ -86,7 +86,8 @@ class OpenAIEngine:
         self.facts: ServerFacts | None = None
         self._load_lock = threading.Lock()
         #: the CPU engine for pages the model could not produce, shared by every session
-        self.fallback = Fallback(settings, self.config.fallback_engine, owner=self.name)
+        #: (the registry's, built from ``fallback_engine``; none: such pages fail)
+        self.fallback = fallback or Fallback()
 
     @property
     def version(self) -> str:
