@@ -34,7 +34,7 @@ from _common import EVAL
 
 from longdoc.config import load_settings
 from longdoc.engines import rapidocr_worker
-from longdoc.eval import cer
+from evaluation.metrics import cer
 from longdoc.model import Document
 from longdoc.pipeline import ParseOptions, Pipeline
 

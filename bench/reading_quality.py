@@ -3,7 +3,7 @@ structure) on and off — the "off" run is the baseline of the same run.
 
 1. olmOCR-bench pass rate by test kind (present/absent/order/table/baseline):
    every dev PDF with a ``*.tests.jsonl`` beside it, ``ocr=auto``; each test
-   runs (:func:`longdoc.eval.run_olmocr_test`) on its page's Markdown (the
+   runs (:func:`evaluation.metrics.run_olmocr_test`) on its page's Markdown (the
    export's ``<!-- page N -->`` sections).
 2. CER on gold-tier pages (ground truth loaded as bench/cer_devset.py does,
    plus the HTML source of gold HTML ground truth), ``ocr=auto``: of the
@@ -58,7 +58,7 @@ from _common import EVAL
 from cer_devset import clean, ground_truth
 
 from longdoc.config import load_settings
-from longdoc.eval import cer, load_olmocr_tests, normalize_ws, order_ok, run_olmocr_test
+from evaluation.metrics import cer, load_olmocr_tests, normalize_ws, order_ok, run_olmocr_test
 from longdoc.pipeline import ParseOptions, Pipeline
 
 KINDS = ("present", "absent", "order", "table", "baseline")

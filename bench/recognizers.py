@@ -42,7 +42,7 @@ from tests.docgen.dense import scan, typeset
 
 from longdoc.engines import rapidocr_worker
 from longdoc.engines.rapidocr import RECOGNIZERS, RapidOcrEngine
-from longdoc.eval import cer
+from evaluation.metrics import cer
 
 DPI = 200
 WORD = re.compile(r"\w+")

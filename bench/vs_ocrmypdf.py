@@ -38,7 +38,7 @@ from pathlib import Path
 
 from _common import ROOT
 
-from longdoc.eval import cer
+from evaluation.metrics import cer
 from tests.docgen.dense import DPI, MAX_SKEW, scan, typeset
 
 # --- running the tools ----------------------------------------------------------------

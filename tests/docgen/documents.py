@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from longdoc.eval import normalize_ws
+from evaluation.metrics import normalize_ws
 from tests.docgen.layout import (
     A4,
     A5,

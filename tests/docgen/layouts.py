@@ -43,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from longdoc.eval import normalize_ws
+from evaluation.metrics import normalize_ws
 from tests.docgen.documents import BODY, HEADING, SMALL, TITLE, _Writer
 from tests.docgen.layout import A4, Block, Canvas, Flow, Frame, LineSpec, Style, wrap_words
 from tests.docgen.prose import EnglishProse

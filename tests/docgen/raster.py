@@ -17,7 +17,7 @@ import pypdfium2 as pdfium
 from fpdf import FPDF
 from PIL import Image, TiffImagePlugin
 
-from longdoc.eval import order_ok
+from evaluation.metrics import order_ok
 from tests.docgen.layout import FIXED_DATE
 from tests.docgen.truth import GeneratedDoc
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from longdoc.eval import normalize_ws
+from evaluation.metrics import normalize_ws
 from tests.docgen.layout import Block, PlacedLine
 
 _LATIN_TOKEN = re.compile(r"[^\s•]+")

@@ -15,7 +15,7 @@ import pytest
 
 from longdoc.config import load_settings
 from longdoc.errors import EngineUnavailable, JobCancelled
-from longdoc.eval import cer
+from evaluation.metrics import cer
 from longdoc.model import DocumentStatus
 from longdoc.pipeline import ParseOptions, Pipeline
 from tests.conftest import free_port

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from longdoc.eval import cer, order_ok
+from evaluation.metrics import cer, order_ok
 from longdoc.model import TextSource
 from longdoc.pipeline import ParseOptions
 from tests.pipeline.helpers import flat, load_doc, txt

@@ -11,7 +11,7 @@ import pypdfium2 as pdfium
 import pytest
 from PIL import Image
 
-from longdoc.eval import normalize_ws, order_ok
+from evaluation.metrics import normalize_ws, order_ok
 from tests.docgen import (
     chinese_report,
     english_report,

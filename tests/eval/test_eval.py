@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from longdoc.errors import InputError, UnreadablePath
-from longdoc.eval import (
+from evaluation.metrics import (
     cer,
     fuzzy_find_starts,
     load_olmocr_tests,
@@ -299,7 +299,7 @@ Text after the table, with a | pipe on its own line.
 
 
 def test_markdown_table_parsing():
-    from longdoc.eval import parse_markdown_tables
+    from evaluation.metrics import parse_markdown_tables
 
     (table,) = parse_markdown_tables(MD_TABLE_PAGE)  # the lone pipe line is no table
     assert table.cell_text[(0, 0)] == "Country" and table.cell_text[(3, 2)] == "47.3"
@@ -345,7 +345,7 @@ HTML_TABLE_PAGE = """<p>Results</p>
 
 
 def test_html_table_parsing_with_spans():
-    from longdoc.eval import parse_html_tables
+    from evaluation.metrics import parse_html_tables
 
     (table,) = parse_html_tables(HTML_TABLE_PAGE)
     assert table.cell_text == {

@@ -7,7 +7,7 @@ from pathlib import Path
 import pypdfium2 as pdfium
 import pytest
 
-from longdoc.eval import normalize_ws, order_ok
+from evaluation.metrics import normalize_ws, order_ok
 from tests.docgen.layout import A4
 from tests.docgen.layouts import (
     FIG_COL_W,

@@ -13,7 +13,7 @@ import pypdfium2 as pdfium
 import pytest
 
 from longdoc.config import LimitSettings, load_settings
-from longdoc.eval import cer
+from evaluation.metrics import cer
 from longdoc.export import pdf_layer
 from longdoc.export.searchable_pdf import SearchablePdfWriter
 from longdoc.export.text import page_text

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from longdoc.eval import cer
+from evaluation.metrics import cer
 from longdoc.model import BlockKind
 from longdoc.pipeline import ParseOptions
 from tests.docgen import code_listing

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from longdoc.config import Settings
-from longdoc.eval import order_ok
+from evaluation.metrics import order_ok
 from longdoc.model import FURNITURE_KINDS, BBox, BlockKind, Document, DocumentStatus, Line, Page, TextSource
 from longdoc.pipeline import ParseOptions, Pipeline
 from longdoc.pipeline.regions import worth_analyzing

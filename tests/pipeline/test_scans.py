@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from longdoc.eval import cer, order_ok
+from evaluation.metrics import cer, order_ok
 from longdoc.model import BlockKind, DocumentStatus, TextSource
 from longdoc.pipeline import ParseOptions
 from tests.docgen import chinese_report, english_report, rasterize, side_note, to_tiff, two_column

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from longdoc.eval import cer
+from evaluation.metrics import cer
 from longdoc.model import TextSource
 from longdoc.pipeline import ParseOptions, Pipeline
 from tests.conftest import make_settings
