@@ -92,6 +92,16 @@ def test_bad_input_gets_code_hint_and_exit_code(tmp_path, capsys, make, code, ex
     assert "Traceback" not in err
 
 
+def test_an_output_folder_it_cannot_write_is_the_outputs_error(tmp_path, capsys):
+    doc = english_report(tmp_path, pages=3)
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / ".longdoc").write_text("a file where the checkpoint folder goes")
+    rc, _, err = run_cli(capsys, "parse", doc.pdf_path, "-o", out, "--ocr", "off")
+    assert rc == EXIT_UNREADABLE and "error [output_unwritable]" in err and ".longdoc" in err, err
+    assert "Traceback" not in err
+
+
 def test_too_many_pages_names_the_limit(tmp_path, capsys):
     doc = long_textlayer(tmp_path, pages=12)
     cfg = tmp_path / "c.yaml"

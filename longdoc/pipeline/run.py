@@ -33,13 +33,15 @@ from longdoc.export import ExportContext, open_exports
 from longdoc.ingest import parse_page_range
 from longdoc.ingest.sandbox import open_sandboxed
 from longdoc.ingest.source import DocumentSource
+from longdoc.errors import OutputError, StorageError
 from longdoc.model import DocumentStatus, ErrorInfo, PageStatus, SourceInfo
-from longdoc.pipeline.checkpoint import Checkpoint, DirectoryCheckpoint
+from longdoc.pipeline.checkpoint import Checkpoint
 from longdoc.pipeline.document import DocumentRun
 from longdoc.pipeline.options import ParseOptions
 from longdoc.pipeline.recognize import TEXT_LAYER_ENGINE, EngineLane
 from longdoc.plan import Admission, FairTurns, Group, Workspace, plan_groups
 from longdoc.progress import NullProgress, Progress
+from longdoc.storage.checkpoint import folder_checkpoint
 
 log = logging.getLogger("longdoc.pipeline")
 
@@ -190,14 +192,15 @@ class Pipeline:
         progress = progress or NullProgress()
         out_dir = Path(out_dir)
         stem = stem or Path(path).stem
-        checkpoint = checkpoint or DirectoryCheckpoint(out_dir / ".longdoc" / stem)
         t_start = time.perf_counter()
-        with self.open_document(path, options, checkpoint, name=name) as doc:                # ingest, plan
-            progress.start(doc.source.name, len(doc.numbers))
-            resumed = self.run_groups(doc, options, checkpoint, progress, control, owner)     # recognize, layout, checkpoint
-            t_groups = time.perf_counter()
-            result = self.assemble(doc, options, checkpoint, out_dir, stem)                 # assemble, export
-            progress.finish()
+        with _folder_errors(out_dir / ".longdoc" if checkpoint is None else None):
+            checkpoint = checkpoint or folder_checkpoint(out_dir / ".longdoc" / stem)
+            with self.open_document(path, options, checkpoint, name=name) as doc:            # ingest, plan
+                progress.start(doc.source.name, len(doc.numbers))
+                resumed = self.run_groups(doc, options, checkpoint, progress, control, owner)  # recognize, layout, checkpoint
+                t_groups = time.perf_counter()
+                result = self.assemble(doc, options, checkpoint, out_dir, stem)             # assemble, export
+                progress.finish()
         result.resumed_pages = resumed
         result.timings = {
             "pages": t_groups - t_start,
@@ -329,3 +332,15 @@ def _checkpointed_pages(checkpoint: Checkpoint, numbers: list[int]) -> Iterator:
         if page is None:  # invariant: every selected page was checkpointed
             raise AssertionError(f"page {n} missing from the checkpoint after all groups ran")
         yield page
+
+
+@contextmanager
+def _folder_errors(folder: Path | None) -> Iterator[None]:
+    """The checkpoint kept in ``folder`` (the CLI's, beside its outputs):
+    a store error there is the output folder's (``output_unwritable``)."""
+    try:
+        yield
+    except StorageError as exc:
+        if folder is None:
+            raise
+        raise OutputError(f"Cannot write the checkpoint in {folder}: {exc.message}") from exc

@@ -1,8 +1,6 @@
-"""A pipeline checkpoint kept in an object store (what jobs use, so any
-worker can resume any job).
-
-Same layout and semantics as
-:class:`longdoc.pipeline.checkpoint.DirectoryCheckpoint`, under ``prefix``::
+"""The pipeline's checkpoint, kept in an object store: jobs keep theirs in
+the service's store (so any worker can resume any job), the CLI in a local
+folder (:func:`folder_checkpoint`). Under ``prefix``::
 
     {prefix}/manifest.json          {"fingerprint": …}
     {prefix}/pages/000017.json      one laid-out Page
@@ -25,10 +23,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from pathlib import Path
 
 from longdoc.errors import ObjectNotFound
 from longdoc.model import Page
 from longdoc.storage.base import ObjectStore, check_prefix
+from longdoc.storage.local import LocalStore
+
+#: the checkpoint's prefix inside a folder checkpoint's store
+FOLDER_PREFIX = "checkpoint"
+
+
+def folder_checkpoint(folder: str | Path) -> StoreCheckpoint:
+    """A checkpoint in the local folder ``folder`` (created 0700): the CLI's,
+    ``OUT/.longdoc/<stem>``, the same store checkpoint jobs use."""
+    return StoreCheckpoint(LocalStore(folder), FOLDER_PREFIX)
 
 
 class StoreCheckpoint:

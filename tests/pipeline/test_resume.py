@@ -86,7 +86,7 @@ def test_kill_9_mid_document_then_rerun_completes_every_page_once(tmp_path):
     cmd = [sys.executable, "-m", "longdoc.cli", "parse", str(doc.pdf_path), "-o", str(out), "-q",
            "--chunk-size", "4", "--overlap", "1", "--format", "txt,json"]
     proc = subprocess.Popen(cmd)
-    done = out / ".longdoc" / doc.pdf_path.stem / "groups"
+    done = out / ".longdoc" / doc.pdf_path.stem / "checkpoint" / "groups"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(list(done.glob("*.done"))) < 5 and proc.poll() is None:
         time.sleep(0.01)

@@ -1,5 +1,6 @@
-"""StoreCheckpoint behaves like DirectoryCheckpoint (tests/pipeline/test_checkpoint.py)
-and lets a real parse resume from the object store."""
+"""The one checkpoint (StoreCheckpoint): resumable groups, fingerprints,
+damage, its layout, a real parse resumed from the object store, and the
+CLI's folder checkpoint."""
 
 from __future__ import annotations
 
@@ -93,3 +94,17 @@ def test_parse_resumes_from_a_store_checkpoint(tmp_path, store):
     assert result.outputs["txt"].read_text(encoding="utf-8") == reference.outputs["txt"].read_text(encoding="utf-8")
     assert StoreCheckpoint(store, PREFIX).done_pages() == [1, 2, 3, 4]
     assert not (tmp_path / "out" / ".longdoc").exists()  # nothing checkpointed beside the outputs
+
+
+def test_the_cli_keeps_the_same_checkpoint_in_a_folder_beside_its_outputs(tmp_path):
+    from longdoc.storage.checkpoint import folder_checkpoint
+
+    folder = tmp_path / "out" / ".longdoc" / "report"
+    ck = folder_checkpoint(folder)
+    ck.begin("fp")
+    ck.save_group(0, [_page(1)], complete=True)
+    assert (folder / "checkpoint" / "groups" / "000000.done").is_file()
+    (folder / "checkpoint" / "manifest.json").write_bytes(b"{torn")  # damaged: start afresh, never fail the run
+    again = folder_checkpoint(folder)
+    again.begin("fp")
+    assert not again.group_done(0) and again.load_page(1) is None
