@@ -186,6 +186,12 @@ class ErrorInfo(BaseModel):
     page: int | None = None
     retryable: bool = False
 
+    @classmethod
+    def of(cls, exc: Any, page: int | None = None) -> ErrorInfo:
+        """The record of a :class:`~longdoc.errors.LongdocError` (its code,
+        message, hint and whether retrying can help), on ``page``."""
+        return cls(code=exc.code, message=exc.message, hint=exc.hint, page=page, retryable=exc.retryable)
+
 
 class Page(BaseModel):
     number: int = Field(ge=1, description="1-based page number in the source document")

@@ -47,10 +47,7 @@ def failed_page(
         width_pt=page.width_pt,
         height_pt=page.height_pt,
         seconds=seconds,
-        error=ErrorInfo(
-            code=EngineFailed.code, message=message, hint=EngineFailed.hint, page=page.page,
-            retryable=EngineFailed.retryable,
-        ),
+        error=ErrorInfo.of(EngineFailed(message), page.page),
         engine=engine,
         engine_version=version,
     )

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from longdoc.errors import LayoutFailed
 from longdoc.layout import find_furniture, layout_page
 from longdoc.layout.spacing import restore_spaces
-from longdoc.model import Page, PageStatus, TextSource
-from longdoc.pipeline.recognize import TEXT_LAYER_ENGINE, error_info
+from longdoc.model import ErrorInfo, Page, PageStatus, TextSource
+from longdoc.pipeline.recognize import TEXT_LAYER_ENGINE
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def layout_pages(owned: Sequence[int], available: Mapping[int, Page]) -> list[Pa
             laid_out = lay_out(page, neighbors)
         except Exception as exc:  # a layout bug must not take the other pages with it
             log.exception("layout failed", extra={"page": number})
-            error = error_info(LayoutFailed(f"Page {number}: layout failed ({type(exc).__name__})."), number)
+            error = ErrorInfo.of(LayoutFailed(f"Page {number}: layout failed ({type(exc).__name__})."), number)
             laid_out = page.model_copy(update={"status": PageStatus.FAILED, "error": error, "lines": []})
         laid_out.timings["layout"] = time.perf_counter() - t0
         pages.append(laid_out)

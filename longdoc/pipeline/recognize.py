@@ -34,15 +34,11 @@ from longdoc.render import iter_page_images
 TEXT_LAYER_ENGINE = "text_layer"
 
 
-def error_info(exc: LongdocError, page: int) -> ErrorInfo:
-    return ErrorInfo(code=exc.code, message=exc.message, hint=exc.hint, page=page, retryable=exc.retryable)
-
-
 def failed_page(number: int, exc: LongdocError, size: tuple[float, float], reason: str | None) -> Page:
     """A page that failed before (or instead of) an engine's result; its
     size is (0, 0) when even that could not be read."""
     return Page(number=number, width=size[0], height=size[1], status=PageStatus.FAILED,
-                error=error_info(exc, number), ocr_reason=reason)
+                error=ErrorInfo.of(exc, number), ocr_reason=reason)
 
 
 @dataclass

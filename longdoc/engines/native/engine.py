@@ -266,8 +266,7 @@ class NativeSession:
 
     def _failed(self, number: int, text: PageText, image: PageImage, missing: str) -> Page:
         why = self._unfinished(text)
-        error = ErrorInfo(code=EngineFailed.code, message=f"Page {number}: the model's transcription was {why}, "
-                          f"and {missing}.", hint=EngineFailed.hint, page=number, retryable=True)
+        error = ErrorInfo.of(EngineFailed(f"Page {number}: the model's transcription was {why}, and {missing}."), number)
         return Page(number=number, width=image.width_pt, height=image.height_pt, status=PageStatus.FAILED,
                     error=error, engine=self.engine.name, engine_version=self.engine.version, recovery=[why])
 

@@ -366,7 +366,7 @@ def data_uri(image: PageImage, max_side: int | None = None, *, size: tuple[int, 
 
 def _failed(number: int, shown: _Shown, recovery: list[str], why: str) -> Page:
     message = f"Page {number}: the model could not produce this page ({'; '.join(recovery)}), and {why}."
-    error = ErrorInfo(code=EngineFailed.code, message=message, hint=EngineFailed.hint, page=number, retryable=True)
+    error = ErrorInfo.of(EngineFailed(message), number)
     return Page(number=number, width=shown.width_pt, height=shown.height_pt, status=PageStatus.FAILED,
                 error=error, engine="openai", recovery=list(recovery))
 
