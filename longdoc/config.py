@@ -140,6 +140,10 @@ class NativeSettings(_Section):
 
 class InferenceSettings(_Section):
     engine: str = "rapidocr"
+    plugins: list[str] = Field(default_factory=list, description="modules (dotted names or .py files) imported "
+                               "before engines are looked up; each registers its engines with "
+                               "longdoc.engines.register_engine. Installed packages can also declare engines "
+                               "under the `longdoc.engines` entry-point group")
     model_path: str | None = None
     page_chunk_size: int = Field(default=32, ge=1, description="pages per group (C)")
     chunk_overlap: int = Field(default=2, ge=0, description="pages shared by consecutive groups (O)")

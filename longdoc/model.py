@@ -16,10 +16,29 @@ This module depends on nothing else in longdoc.
 
 from __future__ import annotations
 
+import re
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+#: what no reader can see and no export can carry: control characters (tab,
+#: newline and carriage return aside; a form feed separates pages in the
+#: text export) and lone surrogates (not encodable as UTF-8)
+_UNWRITABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` without control characters; a lone surrogate becomes U+FFFD
+    (what an engine, a text layer or a plugin gives is never trusted to be
+    writable)."""
+    if not _UNWRITABLE.search(text):
+        return text
+    return _UNWRITABLE.sub(lambda m: "\ufffd" if "\ud800" <= m.group() <= "\udfff" else "", text)
+
+
+#: text as the document model holds it (:func:`clean_text`)
+Text = Annotated[str, AfterValidator(clean_text)]
 
 SCHEMA_VERSION = "longdoc.document/1"
 
@@ -78,7 +97,7 @@ class TextSource(str, Enum):
 class Line(BaseModel):
     """One line of text as recognized (OCR) or extracted (text layer)."""
 
-    text: str
+    text: Text
     bbox: BBox
     confidence: float = Field(ge=0.0, le=1.0)
     page: int = Field(ge=1, description="1-based page the line sits on")
@@ -116,7 +135,7 @@ class TableCell(BaseModel):
     col: int = Field(ge=0)
     row_span: int = Field(default=1, ge=1)
     col_span: int = Field(default=1, ge=1)
-    text: str = ""
+    text: Text = ""
     bbox: BBox | None = None
 
 
@@ -162,7 +181,7 @@ class Block(BaseModel):
     kind: BlockKind
     bbox: BBox
     order: int = Field(ge=0)
-    text: str
+    text: Text
     lines: list[Line] = Field(default_factory=list)
     source_pages: list[int]
     level: int | None = Field(default=None, description="heading level (1 = top)")

@@ -23,6 +23,7 @@ from longdoc.engines.registry import (
     available_engines,
     check_engine_name,
     get_engine,
+    load_plugins,
     register_engine,
 )
 
@@ -39,5 +40,6 @@ __all__ = [
     "available_engines",
     "check_engine_name",
     "get_engine",
+    "load_plugins",
     "register_engine",
 ]

@@ -18,6 +18,7 @@ engine did not return fails with ``engine_failed`` rather than vanish.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -32,6 +33,8 @@ from longdoc.plan import Admission, FairTurns
 from longdoc.render import iter_page_images
 
 TEXT_LAYER_ENGINE = "text_layer"
+
+log = logging.getLogger("longdoc.pipeline")
 
 
 def failed_page(number: int, exc: LongdocError, size: tuple[float, float], reason: str | None) -> Page:
@@ -165,14 +168,39 @@ def _ocr_group(
         def render(numbers: Sequence[int]) -> Iterator[PageImage]:
             return iter_page_images(source, numbers, dpi, on_error=lambda n, e: None, on_rendered=on_rendered)
 
-        for page in lane.session().recognize(PageGroup(plan, images, render)):
-            if page.number in reasons:
-                pages[page.number] = _ocr_facts(page, reasons[page.number], rendered.get(page.number))
+        try:
+            for page in lane.session().recognize(PageGroup(plan, images, render)):
+                if page.number in reasons:
+                    pages[page.number] = _ocr_facts(page, reasons[page.number], rendered.get(page.number))
+        except LongdocError:
+            raise  # typed: a cancel, a stop, an engine that cannot run at all
+        except Exception as exc:  # an engine's own failure (a bug, MemoryError): its pages, one at a time
+            log.warning("engine failed on a group; reading its pages one at a time",
+                        extra={"engine": engine.name, "group": index, "error": f"{type(exc).__name__}: {exc}"})
+            for number in [n for n in plan.owned if n not in pages]:
+                _ocr_alone(number, plan, lane, render, pages, reasons, rendered)
     for number in reasons:
         if number not in pages:  # never lose a page: the engine owed a result
             exc = EngineFailed(f"Page {number}: the engine {engine.name} returned no result for it.")
             pages[number] = failed_page(number, exc, sizes[number], reasons[number])
     return pages
+
+
+def _ocr_alone(number: int, plan: GroupPlan, lane: EngineLane, render: Callable[[Sequence[int]], Iterator[PageImage]],
+               pages: dict[int, Page], reasons: dict[int, str], rendered: dict[int, tuple[float, float, bool]]) -> None:
+    """Page ``number`` of a group whose engine failed, read alone; if the
+    engine fails on it again, it fails alone (``engine_failed``, the
+    engine's error in the message)."""
+    alone = GroupPlan(index=plan.index, owned=(number,), context=(), sizes=plan.sizes, dpi=plan.dpi)
+    try:
+        for page in lane.session().recognize(PageGroup(alone, render([number]), render)):
+            if page.number == number:
+                pages[number] = _ocr_facts(page, reasons[number], rendered.get(number))
+    except LongdocError:
+        raise
+    except Exception as exc:
+        message = f"Page {number}: the engine {lane.engine.name} failed on it ({type(exc).__name__}: {exc})."
+        pages[number] = failed_page(number, EngineFailed(message), plan.sizes.get(number, (0.0, 0.0)), reasons[number])
 
 
 def _ocr_facts(page: Page, reason: str, rendered: tuple[float, float, bool] | None) -> Page:

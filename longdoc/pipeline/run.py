@@ -26,7 +26,7 @@ import pypdfium2
 from longdoc import __version__
 from longdoc.assemble import stitch
 from longdoc.config import Settings
-from longdoc.engines import get_engine
+from longdoc.engines import get_engine, load_plugins
 from longdoc.engines.base import Engine, EngineCapabilities
 from longdoc.engines.regions import RegionDetector
 from longdoc.export import ExportContext, open_exports
@@ -90,6 +90,7 @@ class Pipeline:
 
     def __init__(self, settings: Settings, engine_factory: Callable[[str], Engine] | None = None):
         self.settings = settings
+        load_plugins(settings.inference.plugins)
         self._engine_factory = engine_factory or (lambda name: get_engine(name, settings.inference))
         self._engines: dict[str, Engine] = {}
         self._admissions: dict[str, Admission] = {}

@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from longdoc.config import Settings
-from longdoc.engines import check_engine_name
+from longdoc.engines import check_engine_name, load_plugins
 from longdoc.errors import LongdocError
 from longdoc.jobs import db
 from longdoc.jobs.dispatch import Dispatcher, EmbeddedDispatcher
@@ -58,6 +58,7 @@ class Readiness:
 class Container:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        load_plugins(settings.inference.plugins)  # engines the jobs may name
         self.metrics = Metrics()
         self.db_engine = db.make_engine(settings.database.url, **settings.database.engine_options())
         db.migrate(self.db_engine)
