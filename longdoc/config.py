@@ -94,8 +94,15 @@ class OpenAISettings(_Section):
     max_concurrency: int = Field(default=8, ge=1, description="requests (and groups) in flight at once")
     kv_budget_tokens: int = Field(default=262_144, ge=1_000, description="KV tokens the server can hold; "
                                   "groups start while the estimate stays under kv_cache_watermark of it")
-    timeout_seconds: float = Field(default=300.0, gt=0, description="one request, first byte to last")
-    retries: int = Field(default=3, ge=0, description="retries of a request after a 5xx or a connection error")
+    timeout_seconds: float = Field(default=300.0, gt=0, description="one request's total time, first byte to "
+                                   "last, streamed or not, its retries included (waits out of 429/503 are not "
+                                   "counted); a request cut there is not retried: its pages go down the recovery "
+                                   "ladder at once")
+    retries: int = Field(default=3, ge=0, description="retries of a request after a 500, 502 or 504 or a dropped "
+                         "connection (not after a timeout; 429/503 are waited out, see busy_wait_seconds)")
+    busy_wait_seconds: float = Field(default=120.0, ge=0, description="the most time one group's requests spend "
+                                     "waiting out 429 and 503 answers in all (Retry-After honoured, else a capped "
+                                     "exponential backoff); then its pages go down the recovery ladder")
     max_pages_per_request: int | None = Field(default=None, ge=1, description="None = the profile's")
     max_tokens_per_page: int | None = Field(default=None, ge=16, description="None = the profile's")
     prompt: str | None = Field(default=None, description="overrides the profile's prompt (generic profile)")

@@ -23,8 +23,11 @@ Faults (each a JSON object; ``when_text`` matches the OCR text of any page
 in the request, ``min_pages`` the number of images, ``times`` how often it
 fires, -1 for always): ``truncate`` (half the answer, ``finish_reason:
 length``), ``repeat`` (the answer ends in a loop), ``page_count`` (one page
-short), ``empty``, ``error`` (HTTP ``status``, default 500), ``slow``
-(``seconds`` before answering), ``drop`` (the connection closes mid-answer).
+short), ``empty``, ``error`` (HTTP ``status``, default 500, with
+``message`` in the error body and, when given, ``retry_after`` as the
+``Retry-After`` header: ``"1"`` or an HTTP date), ``slow`` (``seconds``
+before answering), ``trickle`` (the answer, streamed or not, sent in 64-byte
+pieces spread over ``seconds``), ``drop`` (the connection closes mid-answer).
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ KIND_LABELS = {
     BlockKind.FOOTNOTE: "footnote", BlockKind.SIDENOTE: "aside_text", BlockKind.HEADER: "header",
     BlockKind.FOOTER: "footer", BlockKind.PAGE_NUMBER: "page_number", BlockKind.FORMULA: "equation",
 }
-FAULTS = ("truncate", "repeat", "page_count", "empty", "error", "slow", "drop")
+FAULTS = ("truncate", "repeat", "page_count", "empty", "error", "slow", "trickle", "drop")
 CHARS_PER_TOKEN = 3
 
 
@@ -69,6 +72,8 @@ class Fault:
     times: int = -1
     status: int = 500
     seconds: float = 5.0
+    message: str = "injected fault"
+    retry_after: str | None = None
     fired: int = 0
 
     def matches(self, texts: list[str]) -> bool:
@@ -236,7 +241,9 @@ def create_app(profile: str = "auto", model: str = "standin-ocr") -> FastAPI:
             if fault is not None and fault.kind == "slow":
                 await asyncio.sleep(fault.seconds)
             if fault is not None and fault.kind == "error":
-                return JSONResponse(status_code=fault.status, content={"error": {"message": "injected fault"}})
+                headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else None
+                return JSONResponse(status_code=fault.status, headers=headers,
+                                    content={"object": "error", "message": fault.message, "code": fault.status})
             answer = state.answer(prompt, [(blocks, im.size) for (blocks, _), im in zip(read, images)])
             answer, finish = _with_fault(answer, fault, len(images))
             limit = int(body.get("max_tokens") or 1_000_000) * CHARS_PER_TOKEN
@@ -245,10 +252,20 @@ def create_app(profile: str = "auto", model: str = "standin-ocr") -> FastAPI:
         finally:
             s.in_flight -= 1
         drop = fault is not None and fault.kind == "drop"
+        trickle = fault.seconds if fault is not None and fault.kind == "trickle" else None
         if body.get("stream") or drop:
-            return StreamingResponse(_sse(answer, finish, state.model, drop), media_type="text/event-stream")
-        return {"id": "standin", "object": "chat.completion", "created": int(time.time()), "model": state.model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": finish}]}
+            events = _sse(answer, finish, state.model, drop)
+            if trickle:
+                events = _trickled(events, trickle, max(len(answer), 1) // 64 + 2)
+            return StreamingResponse(events, media_type="text/event-stream")
+        completion = {"id": "standin", "object": "chat.completion", "created": int(time.time()), "model": state.model,
+                      "choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
+                                   "finish_reason": finish}]}
+        if trickle:
+            data = json.dumps(completion)
+            pieces = (data[i:i + 64] for i in range(0, len(data), 64))
+            return StreamingResponse(_trickled(pieces, trickle, len(data) // 64 + 1), media_type="application/json")
+        return completion
 
     return app
 
@@ -264,6 +281,20 @@ def _with_fault(answer: str, fault: Fault | None, pages: int) -> tuple[str, str]
     if kind == "page_count" and pages > 1:
         return answer[: answer.rfind("<PAGE>")], "stop"
     return answer, "stop"
+
+
+async def _trickled(pieces, seconds: float, count: int):
+    """``pieces`` (an iterable or async iterable of about ``count``) spread
+    over ``seconds``: a pause before each."""
+    pause = seconds / max(count, 1)
+    if hasattr(pieces, "__aiter__"):
+        async for piece in pieces:
+            await asyncio.sleep(pause)
+            yield piece
+    else:
+        for piece in pieces:
+            await asyncio.sleep(pause)
+            yield piece
 
 
 async def _sse(answer: str, finish: str, model: str, drop: bool):

@@ -1,6 +1,7 @@
 """The openai engine's HTTP client against httpx's MockTransport (the
 official test double of the HTTP library): retries, streaming, a loop
-stopped early, a server that is down."""
+stopped early, a server that is down. Busy servers, refusals, context-length
+errors and deadlines are tested on loopback in test_openai_faults.py."""
 
 from __future__ import annotations
 
@@ -32,13 +33,14 @@ def _sse(chunks, finish="stop"):
     yield b"data: [DONE]\n\n"
 
 
-def test_a_5xx_is_retried_and_the_answer_says_so():
+@pytest.mark.parametrize("status", [500, 502, 504])
+def test_a_5xx_is_retried_and_the_answer_says_so(status):
     calls = []
 
     def handler(request):
         calls.append(request)
         assert request.headers["authorization"] == "Bearer secret"
-        return httpx.Response(503) if len(calls) == 1 else _completion("page text")
+        return httpx.Response(status) if len(calls) == 1 else _completion("page text")
 
     answer = _client(handler).complete(BODY, lambda: False)
     assert (answer.text, answer.finish_reason, answer.retries) == ("page text", "stop", 1)

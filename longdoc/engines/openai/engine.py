@@ -18,7 +18,9 @@ no more than ``max_concurrency`` requests are in flight.
 
 Never a silent truncation. An answer that stopped at ``max_tokens``, ends in
 a repetition loop, holds the wrong number of pages, is empty, or never
-came (a 5xx or a dropped connection after retries, a timeout) is not used.
+came (a 5xx or a dropped connection after retries, a timeout, a server
+still busy after the group's ``busy_wait_seconds``, a prompt past the
+model's context) is not used.
 The pages go down a ladder instead, each rung recorded on the pages it
 produces (``Page.produced_by`` and ``Page.recovery``)::
 
@@ -26,9 +28,13 @@ produces (``Page.produced_by`` and ``Page.recovery``)::
                                                                       (inference.openai.fallback_engine)
 
 and a page no rung could produce fails with ``engine_failed`` naming why.
-A server that refuses connections is down: the group raises
-:class:`~longdoc.errors.EngineUnavailable` (the job can be retried) rather
-than falling back page by page.
+A 400 saying the context length was exceeded also lowers the pages each
+later request of the engine holds (halved, never below one; logged and
+recorded on the pages). A server that refuses connections is down, and
+one that answers 401, 403 or 404 twice refuses the key, model or path: the
+group raises :class:`~longdoc.errors.EngineUnavailable` (the job fails
+with ``engine_unavailable`` and a hint) rather than falling back page by
+page.
 """
 
 from __future__ import annotations
@@ -53,7 +59,7 @@ from longdoc.engines.base import (
 )
 from longdoc.engines.fallback import Fallback
 from longdoc.engines.openai.checks import Incomplete, check_answer, check_pages
-from longdoc.engines.openai.client import Answer, ModelClient, RequestFailed, ServerFacts
+from longdoc.engines.openai.client import Answer, BusyBudget, ModelClient, RequestFailed, ServerFacts
 from longdoc.engines.openai.parsers import split_pages
 from longdoc.engines.openai.profiles import SGLANG_NGRAM_PROCESSOR, get_profile
 from longdoc.errors import EngineFailed, EngineUnavailable, JobCancelled
@@ -85,6 +91,8 @@ class OpenAIEngine:
         self._count_lock = threading.Lock()
         self.facts: ServerFacts | None = None
         self._load_lock = threading.Lock()
+        #: owned pages per request after a context-length error (None: the configured number)
+        self._page_limit: int | None = None
         #: the CPU engine for pages the model could not produce, shared by every session
         #: (the registry's, built from ``fallback_engine``; none: such pages fail)
         self.fallback = fallback or Fallback()
@@ -102,9 +110,26 @@ class OpenAIEngine:
 
     @property
     def pages_per_request(self) -> int:
+        """Owned pages in one request: the configured number, or fewer
+        after the server said a request was past its context length."""
         if not self.profile.multi_page:
             return 1
-        return self.config.max_pages_per_request or self.profile.max_pages_per_request
+        configured = self.config.max_pages_per_request or self.profile.max_pages_per_request
+        return min(configured, self._page_limit) if self._page_limit else configured
+
+    def lower_page_limit(self, owned: int) -> int | None:
+        """A request of ``owned`` pages was past the model's context: later
+        requests hold at most half as many (never fewer than one). Returns
+        the new limit, or None when it was that low already."""
+        with self._count_lock:
+            before = self.pages_per_request
+            limit = max(1, owned // 2)
+            if limit >= before:
+                return None
+            self._page_limit = limit
+        log.warning("the model server's context is exceeded: requests now hold at most %d pages (were %d)",
+                    limit, before, extra={"pages_per_request": limit})
+        return limit
 
     # -- Engine -------------------------------------------------------------------
 
@@ -149,7 +174,7 @@ class OpenAIEngine:
     def client(self) -> ModelClient:
         key = self.config.api_key.get_secret_value() if self.config.api_key else None
         return ModelClient(self.config.base_url, key, self.config.timeout_seconds, self.config.retries,
-                           _CountingSemaphore(self), self.transport)
+                           _CountingSemaphore(self), self.transport, busy_wait_s=self.config.busy_wait_seconds)
 
     def max_tokens(self, pages: int) -> int:
         per_page = self.config.max_tokens_per_page or self.profile.max_tokens_per_page
@@ -216,11 +241,13 @@ class _Shown:
 @dataclass
 class _Work:
     """One group in a session: the group (to render pages again for a
-    fallback) and its pages as sent. Groups of a document may run at once,
-    so this travels down the ladder rather than living on the session."""
+    fallback), its pages as sent and its time for waiting out a busy
+    server. Groups of a document may run at once, so this travels down the
+    ladder rather than living on the session."""
 
     group: PageGroup
     shown: dict[int, _Shown]
+    busy: BusyBudget
 
 
 class OpenAISession:
@@ -235,15 +262,17 @@ class OpenAISession:
     # -- EngineSession --------------------------------------------------------------
 
     def recognize(self, group: PageGroup) -> Iterator[Page]:
-        work = _Work(group, {s.page: s for s in self._encode(group.images)})
+        work = _Work(group, {s.page: s for s in self._encode(group.images)},
+                     BusyBudget(self.engine.config.busy_wait_seconds))
         owned = [n for n in group.owned if n in work.shown]
         context = [n for n in group.context if n in work.shown]
         results: dict[int, Page] = {}
         if self.engine.profile.multi_page:
-            size = self.engine.pages_per_request
-            for start in range(0, len(owned), size):
-                chunk = owned[start:start + size]
+            start = 0
+            while start < len(owned):  # the size is read again: a context-length error lowers it
+                chunk = owned[start:start + self.engine.pages_per_request]
                 results.update(self._ladder(context if start == 0 else [], chunk, work, "group", []))
+                start += len(chunk)
         else:
             results.update(self._one_page_each(owned, work))
         for number in owned:
@@ -273,13 +302,17 @@ class OpenAISession:
                 recovery: list[str]) -> dict[int, Page]:
         """``owned`` pages from one request, or from the next rung down."""
         try:
-            return self._request(context, owned, work.shown, path, recovery)
+            return self._request(context, owned, work, path, recovery)
         except (Incomplete, RequestFailed) as exc:
             reason = exc.reason
         if self._cancelled.is_set():
             raise JobCancelled("The document's requests were cancelled.")
         step = [*recovery, f"{path}: {reason}"]
         log.info("model answer not usable", extra={"pages": owned, "path": path, "reason": reason})
+        if reason == "context_length":
+            limit = self.engine.lower_page_limit(len(owned))
+            if limit is not None:
+                step.append(f"{path}: pages per request lowered to {limit}")
         if len(owned) > 1:
             half = (len(owned) + 1) // 2
             out: dict[int, Page] = {}
@@ -290,15 +323,19 @@ class OpenAISession:
             return self._ladder([], owned, work, "single", step)
         return self._fall_back(owned, work, step)
 
-    def _request(self, context: list[int], owned: list[int], shown: dict[int, _Shown], path: str,
+    def _request(self, context: list[int], owned: list[int], work: _Work, path: str,
                  recovery: list[str]) -> dict[int, Page]:
+        shown = work.shown
         sent = [*context, *owned]
         body = self.engine.request_body([shown[n].uri_for(len(sent)) for n in sent], len(sent))
-        answer = self.client.complete(body, self._cancelled.is_set)
+        answer = self.client.complete(body, self._cancelled.is_set, work.busy)
         if self._cancelled.is_set():
             raise JobCancelled("The document's requests were cancelled.")
         check_answer(answer.text, answer.finish_reason)
         notes = list(recovery)
+        if answer.busy:
+            codes = "/".join(str(c) for c in sorted(set(answer.busy)))
+            notes.append(f"{path}: waited {answer.waited_s:.1f}s for a busy server ({len(answer.busy)}x {codes})")
         if answer.retries:
             notes.append(f"{path}: retried {answer.retries}x after a transient failure")
         if not answer.text.strip():
