@@ -150,19 +150,21 @@ def rapid_recognizer(name: str) -> Any:
     ``cascade`` (tiny on ONNX Runtime, small on OpenVINO: the engine's
     CascadeRecognizer as on this machine's runtimes)."""
     if name.startswith("cascade"):  # cascade (tiny on ONNX Runtime) or cascade@openvino (tiny on OpenVINO)
-        from longdoc.engines.cascade import CascadeRecognizer
+        from longdoc.engines.rapidocr.cascade import CascadeRecognizer
         fast = "tiny@" + (name.partition("@")[2] or "onnxruntime")
         recognizer = CascadeRecognizer(_plain(fast, precision=None), accurate=_plain("small@openvino"))
         _recognizers.append(recognizer)
         return recognizer
     from rapidocr import RapidOCR
 
-    from longdoc.engines import backends, ctc, int8, model_files
-    from longdoc.engines.rapidocr_worker import DEFAULT_PARAMS
+    from longdoc.engines import backends, model_files
+    from longdoc.engines.rapidocr import ctc
+    from longdoc.engines.rapidocr import int8
+    from longdoc.engines.rapidocr.worker import DEFAULT_PARAMS
 
     model, _, runtime = name.partition("@")
     runtime = runtime or "onnxruntime"
-    from longdoc.engines.rapidocr_worker import cache_openvino_models, openvino_precision
+    from longdoc.engines.rapidocr.worker import cache_openvino_models, openvino_precision
     cache_openvino_models()
     precision = "f32"
     if runtime == "openvino-native":  # OpenVINO's own precision (bfloat16 where the CPU has it)
@@ -187,7 +189,7 @@ def _plain(name: str, precision: str | None = "f32") -> Any:
     from rapidocr import RapidOCR
 
     from longdoc.engines import backends, model_files
-    from longdoc.engines.rapidocr_worker import DEFAULT_PARAMS, cache_openvino_models, openvino_precision
+    from longdoc.engines.rapidocr.worker import DEFAULT_PARAMS, cache_openvino_models, openvino_precision
 
     cache_openvino_models()
 
@@ -248,9 +250,9 @@ _DIGITS = re.compile(r"\d{4,}")
 
 
 def rules() -> dict[str, Any]:
-    """The cascade's rule (:func:`longdoc.engines.cascade.needs_recheck`), each of its parts alone and
+    """The cascade's rule (:func:`longdoc.engines.rapidocr.cascade.needs_recheck`), each of its parts alone and
     left out, and other bars: what each costs (lines re-read) and gives (CER)."""
-    from longdoc.engines import cascade
+    from longdoc.engines.rapidocr import cascade
 
     def parts(t, r, margin=cascade.MARGIN_BELOW, below=cascade.DEFAULT_BELOW):
         return {
@@ -333,7 +335,7 @@ def main() -> int:
     args = ap.parse_args()
     from rapidocr import RapidOCR
 
-    from longdoc.engines.rapidocr_worker import DEFAULT_PARAMS
+    from longdoc.engines.rapidocr.worker import DEFAULT_PARAMS
 
     det = RapidOCR(params={**DEFAULT_PARAMS, "Global.max_side_len": args.max_side})
     docs = [d for d in build() if not args.only or any(p in d.name for p in args.only.split(","))]

@@ -24,7 +24,7 @@ import pypdfium2 as pdfium
 from _common import EVAL
 
 from longdoc.config import load_settings
-from longdoc.engines import rapidocr_worker
+from longdoc.engines.rapidocr import worker as rapidocr_worker
 from longdoc.pipeline import ParseOptions, Pipeline
 
 DOC = EVAL / "pymupdf" / "test_3842.pdf"

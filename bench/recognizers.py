@@ -40,7 +40,7 @@ from vs_ocrmypdf import normalized
 
 from tests.docgen.dense import scan, typeset
 
-from longdoc.engines import rapidocr_worker
+from longdoc.engines.rapidocr import worker as rapidocr_worker
 from longdoc.engines.rapidocr import RECOGNIZERS, RapidOcrEngine
 from evaluation.metrics import cer
 

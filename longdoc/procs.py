@@ -42,7 +42,7 @@ FORKSERVER_PRELOAD = (
     "pypdfium2",
     "onnxruntime",
     "rapidocr.main",
-    "longdoc.engines.rapidocr_worker",
+    "longdoc.engines.rapidocr.worker",
     "longdoc.ingest.sandbox",
     "typer",
     "longdoc.cli_progress",

@@ -44,8 +44,8 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$0" -nt "$stamp" ]
             tree-sitter==0.26.1 tree-sitter-c==0.24.2 tree-sitter-javascript==0.25.0 \
             tree-sitter-python==0.25.0 tree-sitter-typescript==0.23.2
     fi
-    # the int8 recognizer, quantized here from the model in the rapidocr wheel (longdoc/engines/int8.py)
-    .venv/bin/python -c "from longdoc.engines.int8 import ensure; ensure()" 2>/dev/null \
+    # the int8 recognizer, quantized here from the model in the rapidocr wheel (longdoc/engines/rapidocr/int8.py)
+    .venv/bin/python -c "from longdoc.engines.rapidocr.int8 import ensure; ensure()" 2>/dev/null \
         || echo "note: int8 recognizer not built; the engine builds it on first use or uses the float model" >&2
     touch "$stamp"
 fi

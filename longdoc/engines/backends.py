@@ -14,7 +14,7 @@ unsure of). Setting ``inference.backend``:
 - ``onnxruntime`` or ``openvino``: that one for every role (OpenVINO
   missing → :class:`~longdoc.errors.EngineUnavailable`);
 - ``auto`` (default): each role's model is timed on both runtimes in a
-  worker process (:func:`~longdoc.engines.rapidocr_worker.time_roles`: the
+  worker process (:func:`~longdoc.engines.rapidocr.worker.time_roles`: the
   detector on a calibration strip, the recognizers on its lines) and each
   role keeps the faster — OpenVINO only when it is clearly faster
   (:data:`OPENVINO_MARGIN`). The choice is remembered per machine
@@ -118,7 +118,7 @@ def choose(asked: str, threads: int, roles: Sequence[str], candidates: Callable[
     ``models``: the model files the roles read (their hashes are part of
     what the choice is remembered under); ``probe(candidates, owner_pid)``
     times them in a worker process (RapidOCR's models:
-    :func:`~longdoc.engines.rapidocr_worker.time_roles`). Per role, OpenVINO
+    :func:`~longdoc.engines.rapidocr.worker.time_roles`). Per role, OpenVINO
     is kept only when it ran :data:`OPENVINO_MARGIN` faster: it compiles its
     models at every start."""
     if asked in BACKENDS:

@@ -79,7 +79,7 @@ def layout_model(path: str, runtime: str) -> Any:
     from rapid_layout import ModelType as LayoutType
 
     if runtime == "openvino":
-        from longdoc.engines.rapidocr_worker import cache_openvino_models
+        from longdoc.engines.rapidocr.worker import cache_openvino_models
 
         cache_openvino_models("rapid_layout.inference_engine.openvino.main")  # float32: bfloat16 moved its boxes
         config: dict[str, Any] = {"inference_num_threads": 1, "num_streams": 1, "performance_hint": "LATENCY",
@@ -98,7 +98,7 @@ def time_layout(candidates: dict[str, dict[str, Any]], owner_pid: int | None = N
     if owner_pid is not None:
         procs.die_with(owner_pid)
     _quiet_logs()
-    from longdoc.engines.rapidocr_worker import calibration_image
+    from longdoc.engines.rapidocr.worker import calibration_image
 
     page = np.full((1169, 827, 3), 255, dtype=np.uint8)
     strip = calibration_image()[::2, ::2]

@@ -16,7 +16,7 @@ import numpy as np
 
 from longdoc.engines.base import PageImage
 from longdoc.engines.rapidocr import RapidOcrEngine
-from longdoc.engines.rapidocr_worker import RawPage, ocr_page
+from longdoc.engines.rapidocr.worker import RawPage, ocr_page
 
 MARKER_SHAPE = (9, 7, 3)
 

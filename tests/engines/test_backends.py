@@ -9,7 +9,7 @@ import json
 import pytest
 
 from longdoc.engines import backends
-from longdoc.engines import int8 as int8_model
+from longdoc.engines.rapidocr import int8 as int8_model
 from longdoc.engines.model_files import ModelFileError
 from longdoc.engines.rapidocr import RapidOcrEngine
 from longdoc.errors import EngineUnavailable
@@ -150,7 +150,7 @@ def _ocr(runtime: str, model: str | None = None, keys: str | None = None):
     """A RapidOCR object whose recognizer (not loaded yet) is ``model`` on ``runtime``."""
     from rapidocr import RapidOCR
 
-    from longdoc.engines import rapidocr_worker
+    from longdoc.engines.rapidocr import worker as rapidocr_worker
 
     params = {**rapidocr_worker.DEFAULT_PARAMS, **backends.engine_config(1), **backends.rec_params(runtime, model, keys)}
     rapidocr_worker.cache_openvino_models()
@@ -159,7 +159,7 @@ def _ocr(runtime: str, model: str | None = None, keys: str | None = None):
 
 def _recognizer(runtime: str, precision: str | None, model: str | None = None, keys: str | None = None):
     """The recognizer ``model`` on ``runtime``, compiled at ``precision`` (OpenVINO; None: its default)."""
-    from longdoc.engines import rapidocr_worker
+    from longdoc.engines.rapidocr import worker as rapidocr_worker
 
     ocr = _ocr(runtime, model, keys)
     with rapidocr_worker.openvino_precision(precision):
@@ -167,7 +167,8 @@ def _recognizer(runtime: str, precision: str | None, model: str | None = None, k
 
 
 def test_a_recognizer_that_misreads_the_calibration_lines_is_found_out(tmp_path):
-    from longdoc.engines import model_files, rapidocr_worker
+    from longdoc.engines import model_files
+    from longdoc.engines.rapidocr import worker as rapidocr_worker
 
     assert rapidocr_worker.calibration_problem(_recognizer("onnxruntime", None), "rec") is None
     tiny, keys = model_files.tiny_recognizer()
@@ -184,7 +185,7 @@ def test_a_recognizer_that_misreads_the_calibration_lines_is_found_out(tmp_path)
 def test_the_detector_finds_every_calibration_line():
     from rapidocr import RapidOCR
 
-    from longdoc.engines import rapidocr_worker
+    from longdoc.engines.rapidocr import worker as rapidocr_worker
 
     params = {**rapidocr_worker.DEFAULT_PARAMS, **backends.engine_config(1), **backends.det_params("onnxruntime")}
     assert rapidocr_worker.calibration_problem(RapidOCR(params=params)._load_det_model(), "det") is None
@@ -202,7 +203,7 @@ def test_a_model_that_misreads_at_openvinos_own_precision_is_compiled_again_in_f
     the small recognizer then reads garbage. Loaded as a fast model (where
     the engine lets OpenVINO choose its precision) it must come back in
     float32, reading right."""
-    from longdoc.engines import rapidocr_worker
+    from longdoc.engines.rapidocr import worker as rapidocr_worker
 
     if "bf16" not in _default_precision() and "bfloat16" not in _default_precision():
         pytest.skip("this processor's OpenVINO default precision is float32")
@@ -210,7 +211,7 @@ def test_a_model_that_misreads_at_openvinos_own_precision_is_compiled_again_in_f
     if rapidocr_worker.calibration_problem(at_default, "rec") is None:
         pytest.skip("the small recognizer reads right in bfloat16 on this processor")
     ocr = _ocr("openvino")
-    with caplog.at_level("WARNING", logger="longdoc.engines.rapidocr_worker"):
+    with caplog.at_level("WARNING", logger="longdoc.engines.rapidocr.worker"):
         model = rapidocr_worker.load_model(ocr, "rec", cascade=True)  # the fast role: OpenVINO's own precision
     compiled = model.session.session.get_compiled_model()
     assert "32" in str(compiled.get_property("INFERENCE_PRECISION_HINT"))

@@ -8,8 +8,8 @@ import logging
 import pytest
 
 from longdoc.engines import model_files
-from longdoc.engines.cascade import needs_recheck
-from longdoc.engines.ctc import LineReading
+from longdoc.engines.rapidocr.cascade import needs_recheck
+from longdoc.engines.rapidocr.ctc import LineReading
 from longdoc.engines.rapidocr import RapidOcrEngine
 from tests.engines.pages import CJK_FONT, cer, english_page, render_page
 

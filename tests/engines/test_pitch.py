@@ -1,5 +1,5 @@
 """Fixed-pitch lines found by their glyph grid, spaced by it (real rendered
-lines in real fonts; :mod:`longdoc.engines.pitch`)."""
+lines in real fonts; :mod:`longdoc.engines.rapidocr.pitch`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from longdoc.engines import pitch
+from longdoc.engines.rapidocr import pitch
 
 MONO = ["/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf",
         "/usr/share/fonts/truetype/liberation2/LiberationMono-Regular.ttf"]

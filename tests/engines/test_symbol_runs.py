@@ -10,9 +10,10 @@ import numpy as np
 import pypdfium2 as pdfium
 import pytest
 
-from longdoc.engines import PageImage, rapidocr_worker
+from longdoc.engines import PageImage
+from longdoc.engines.rapidocr import worker as rapidocr_worker
 from longdoc.engines.rapidocr import RapidOcrEngine
-from longdoc.engines.symbol_runs import recount_runs
+from longdoc.engines.rapidocr.symbol_runs import recount_runs
 from tests.docgen.dense import scan, typeset
 from tests.docgen.manuals import contents_page
 from tests.engines.pages import english_page, render_page

@@ -10,7 +10,7 @@ characters wrong and small 1.09%; tiny drops spaces after punctuation,
 reads ``0`` for ``O`` and ``w`` for ``W`` inside codes, misses rare
 characters (it knows 6,904 against 18,708) and glues digit groups
 ("1 220" → "1220") while sure of itself. Both read through
-:class:`~longdoc.engines.ctc.MarginDecode`, which keeps per character its
+:class:`~longdoc.engines.rapidocr.ctc.MarginDecode`, which keeps per character its
 probability and its margin over the second choice. A line is read again
 by the accurate model (:func:`needs_recheck`) when
 
@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from longdoc.engines.ctc import LineReading, install
+from longdoc.engines.rapidocr.ctc import LineReading, install
 
 #: a run of digits the tiny recognizer may have joined from several groups
 DIGIT_RUN = re.compile(r"\d{4,}")
@@ -81,8 +81,8 @@ def needs_recheck(reading: LineReading, below: float = DEFAULT_BELOW) -> bool:
 class Recognizer:
     """Stands where RapidOCR's ``TextRecognizer`` stands (called with a
     ``TextRecInput``, returns a ``TextRecOutput``) and always decodes with
-    :class:`~longdoc.engines.ctc.MarginDecode`: the output's
-    ``word_results`` hold one :class:`~longdoc.engines.ctc.LineReading`
+    :class:`~longdoc.engines.rapidocr.ctc.MarginDecode`: the output's
+    ``word_results`` hold one :class:`~longdoc.engines.rapidocr.ctc.LineReading`
     per line. ``lines`` counts what it has read since it was made."""
 
     model: Any

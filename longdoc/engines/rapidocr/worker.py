@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 
 from longdoc import procs
-from longdoc.engines import lookalikes, pitch
-from longdoc.engines.cascade import RecheckPlan, attach
-from longdoc.engines.ctc import LineReading
+from longdoc.engines.rapidocr import lookalikes, pitch
+from longdoc.engines.rapidocr.cascade import RecheckPlan, attach
+from longdoc.engines.rapidocr.ctc import LineReading
+from longdoc.engines.rapidocr.symbol_runs import recount_runs
 from longdoc.engines.results import check_image
-from longdoc.engines.symbol_runs import recount_runs
 
 #: Settings measured on this project's scans (see the engine's docstring).
 DEFAULT_PARAMS: dict[str, Any] = {
@@ -57,13 +57,13 @@ class RawPage:
     #: 270); quads are in the turned image's pixels.
     rotation: int = 0
     #: lines read (all passes) and lines read a second time by the accurate
-    #: recognizer of a cascade (:mod:`~longdoc.engines.cascade`)
+    #: recognizer of a cascade (:mod:`~longdoc.engines.rapidocr.cascade`)
     lines_read: int = 0
     rechecked: int = 0
     #: per line, pixels per character of a fixed-pitch line (None: proportional;
-    #: :mod:`~longdoc.engines.pitch`)
+    #: :mod:`~longdoc.engines.rapidocr.pitch`)
     pitches: list[float | None] = field(default_factory=list)
-    #: per line, what the recognizer saw (:class:`~longdoc.engines.ctc.LineReading`);
+    #: per line, what the recognizer saw (:class:`~longdoc.engines.rapidocr.ctc.LineReading`);
     #: used in the worker, emptied before the page leaves it
     readings: list[Any] = field(default_factory=list)
 
@@ -289,11 +289,11 @@ def run_ocr(ocr: Any, image: np.ndarray, *, upright: bool = True) -> RawPage:
     pass as before.
 
     Inside codes, each ``O``/``0`` is read by its glyph's shape
-    (:mod:`~longdoc.engines.lookalikes`); lines set in a fixed-pitch font
+    (:mod:`~longdoc.engines.rapidocr.lookalikes`); lines set in a fixed-pitch font
     get their spaces from the character grid and their pitch
-    (:mod:`~longdoc.engines.pitch`); runs of a repeated symbol at a line's
+    (:mod:`~longdoc.engines.rapidocr.pitch`); runs of a repeated symbol at a line's
     end or start, and leader dots, are then counted again from the image
-    (:mod:`~longdoc.engines.symbol_runs`; a line's quad then reaches its
+    (:mod:`~longdoc.engines.rapidocr.symbol_runs`; a line's quad then reaches its
     last leader dot).
 
     Raises ``ValueError`` for an image of the wrong shape or type; whatever
@@ -386,9 +386,9 @@ def _read(ocr: Any, image: np.ndarray, rotation: int) -> RawPage:
 def _lines_by_glyph(image: np.ndarray, quads: list[list[list[float]]], texts: list[str], readings: list[Any]
                     ) -> tuple[list[str], list[float | None]]:
     """Each line's text read again where its glyphs decide — ``O`` or ``0``
-    inside codes (:mod:`~longdoc.engines.lookalikes`; whether the page's
+    inside codes (:mod:`~longdoc.engines.rapidocr.lookalikes`; whether the page's
     fixed-pitch font marks its zeros is learnt from all its fixed-pitch
-    lines), the spaces of a fixed-pitch line (:mod:`~longdoc.engines.pitch`)
+    lines), the spaces of a fixed-pitch line (:mod:`~longdoc.engines.rapidocr.pitch`)
     — and its pitch in pixels (None: proportional)."""
     from rapidocr.utils.process_img import get_rotate_crop_image
 
@@ -424,7 +424,7 @@ def time_roles(candidates: dict[str, dict[str, dict[str, Any]]], owner_pid: int 
     page's lines are: most as wide as the text column, a few pixels apart
     from line to line and from run to run, one or two short ones. OpenVINO
     pays for each input shape it has not seen (less since it reads in
-    width buckets, :class:`~longdoc.engines.ctc.WidthBuckets`): timed on
+    width buckets, :class:`~longdoc.engines.rapidocr.ctc.WidthBuckets`): timed on
     widths it had always seen, the tiny recognizer looked 2x faster on it
     than on ONNX Runtime, and was 1.3x slower on real lines before the
     buckets. A runtime that fails is left out of its role."""

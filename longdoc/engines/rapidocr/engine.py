@@ -4,7 +4,7 @@ The models ship inside the ``rapidocr`` wheel, so it runs offline. Pages are
 recognized by a pool of worker processes, each holding one ``RapidOCR``
 object with one ONNX Runtime thread (one process per core is fastest).
 
-Defaults (:data:`~longdoc.engines.rapidocr_worker.DEFAULT_PARAMS`), measured
+Defaults (:data:`~longdoc.engines.rapidocr.worker.DEFAULT_PARAMS`), measured
 on scans, one change at a time from 0.32 pages/s: line-orientation
 classifier off (English CER 4.5% → 0.2%), ONNX Runtime memory arena on
 (+39%), recognition batch 1 (+48%), detector side limit ``max`` 960 px
@@ -13,7 +13,7 @@ classifier off (English CER 4.5% → 0.2%), ONNX Runtime memory arena on
 
 Recognizer (``recognizer``): ``cascade`` (default) reads every line with
 PP-OCRv6 *tiny* and reads again with the *small* model of the wheel the
-lines tiny is unsure of (:mod:`~longdoc.engines.cascade`; 4-5× less
+lines tiny is unsure of (:mod:`~longdoc.engines.rapidocr.cascade`; 4-5× less
 recognition time on dense pages, the small model's accuracy); ``small`` or
 ``tiny`` alone. Tiny comes from set-up (:mod:`~longdoc.engines.model_files`);
 without it the engine reads with small alone and says so in a warning.
@@ -63,11 +63,12 @@ from types import TracebackType
 from typing import Any
 
 from longdoc import procs
-from longdoc.engines import backends, model_files, rapidocr_worker
-from longdoc.engines import int8 as int8_model
-from longdoc.engines.cascade import DEFAULT_BELOW, RecheckPlan
+from longdoc.engines import backends, model_files
 from longdoc.engines.base import EngineCapabilities, PageImage, RecognizedPage
-from longdoc.engines.rapidocr_worker import DEFAULT_PARAMS, RawPage
+from longdoc.engines.rapidocr import int8 as int8_model
+from longdoc.engines.rapidocr import worker as rapidocr_worker
+from longdoc.engines.rapidocr.cascade import DEFAULT_BELOW, RecheckPlan
+from longdoc.engines.rapidocr.worker import DEFAULT_PARAMS, RawPage
 from longdoc.engines.results import confidence, failed_page, quad_box
 from longdoc.engines.window import Slot, in_order
 from longdoc.errors import EngineUnavailable

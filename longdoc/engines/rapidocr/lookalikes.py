@@ -15,9 +15,9 @@ cell. The glyphs do differ:
   against 0.50).
 
 :func:`settle` looks at each ``O``, ``0`` or ``o`` of a code-like token
-(letters and digits together, :data:`~longdoc.engines.cascade.MIXED_TOKEN`):
+(letters and digits together, :data:`~longdoc.engines.rapidocr.cascade.MIXED_TOKEN`):
 it finds the glyph's ink blob at the character's position (from the CTC
-frame it was read at, :class:`~longdoc.engines.ctc.LineReading`), then
+frame it was read at, :class:`~longdoc.engines.rapidocr.ctc.LineReading`), then
 
 - an inner mark → ``0``; when another round glyph of the same line has
   such a mark, or (``marks_zero``) a fixed-pitch line of the same page
@@ -53,8 +53,8 @@ from statistics import median
 
 import numpy as np
 
-from longdoc.engines.cascade import CASE_FLIP, MIXED_TOKEN
-from longdoc.engines.ctc import LineReading
+from longdoc.engines.rapidocr.cascade import CASE_FLIP, MIXED_TOKEN
+from longdoc.engines.rapidocr.ctc import LineReading
 
 ROUND = frozenset("O0o")
 #: letters whose capital is the small letter drawn larger: only the height tells them apart

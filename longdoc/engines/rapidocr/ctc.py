@@ -15,7 +15,7 @@ text and mean, and also, per character:
   the crop itself covers (the rest is padding), so ``cols[i] / span`` is
   where across the crop the character stands (0 left, 1 right).
 
-The cascade (:mod:`~longdoc.engines.cascade`) reads these to decide which
+The cascade (:mod:`~longdoc.engines.rapidocr.cascade`) reads these to decide which
 lines to read again; the worker uses the positions to set the spaces of a
 fixed-pitch line by its character grid (:func:`fixed_pitch`).
 
