@@ -14,7 +14,7 @@ What is rendered is what the group's run will read: every page that needs
 OCR (by the same text-layer judgement the recognize stage makes) at the
 job's DPI, the context pages too for engines that are shown them, and for
 the regions stage the same pages plus the text-layer pages worth analysing
-at :data:`~longdoc.engines.regions.REGION_DPI`.
+at :data:`~longdoc.regions.detector.REGION_DPI`.
 
 The ``group:N`` task (engine queue) reads it back through
 :class:`PreparedSource`, a :class:`~longdoc.ingest.source.DocumentSource`
@@ -37,7 +37,7 @@ from typing import Any
 from PIL import Image
 
 from longdoc import errors
-from longdoc.engines.regions import REGION_DPI
+from longdoc.regions.detector import REGION_DPI
 from longdoc.errors import LongdocError, PageRenderFailed
 from longdoc.ingest.source import DocumentSource, RenderedPage
 from longdoc.model import Line, Page

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 
-from longdoc.engines.regions import RegionDetector
+from longdoc.regions.detector import RegionDetector
 from longdoc.ingest.source import DocumentSource
 from longdoc.model import Page, PageStatus
 from longdoc.pipeline.checkpoint import Checkpoint

@@ -2,9 +2,9 @@
 
 Between recognize and layout. Every page that came back OK with ``lines``
 (from a line engine or the text layer; a model engine's blocks are laid out
-already) is rendered again at :data:`~longdoc.engines.regions.REGION_DPI`,
+already) is rendered again at :data:`~longdoc.regions.detector.REGION_DPI`,
 turned upright as its engine read it, and given to the
-:class:`~longdoc.engines.regions.RegionDetector`; the regions it finds (tables with their cells, figures, captions, headers,
+:class:`~longdoc.regions.detector.RegionDetector`; the regions it finds (tables with their cells, figures, captions, headers,
 footers) go on ``page.regions`` for layout to read. A page that cannot be
 rendered or analyzed keeps no regions and is laid out from its lines alone,
 as before: this stage never fails a page.
@@ -33,7 +33,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from longdoc.engines.base import PageImage
-from longdoc.engines.regions import REGION_DPI, RegionDetector
+from longdoc.regions.detector import REGION_DPI, RegionDetector
 from longdoc.ingest.source import DocumentSource
 from longdoc.model import Line, Page, PageStatus, TextSource
 from longdoc.render import iter_page_images

@@ -28,7 +28,7 @@ from longdoc.assemble import stitch
 from longdoc.config import Settings
 from longdoc.engines import get_engine, load_plugins
 from longdoc.engines.base import Engine, EngineCapabilities
-from longdoc.engines.regions import RegionDetector
+from longdoc.regions.detector import RegionDetector
 from longdoc.export import ExportContext, open_exports
 from longdoc.ingest import parse_page_range
 from longdoc.ingest.sandbox import open_sandboxed

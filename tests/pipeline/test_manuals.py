@@ -21,7 +21,7 @@ import pytest
 from rapidfuzz import fuzz
 
 from longdoc.engines.base import PageImage
-from longdoc.engines.regions import REGION_DPI
+from longdoc.regions.detector import REGION_DPI
 from longdoc.model import FURNITURE_KINDS, BlockKind, Document
 from longdoc.pipeline import ParseOptions
 from tests.docgen.documents import TWO_COLUMN_TITLE, two_column

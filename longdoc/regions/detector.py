@@ -2,7 +2,7 @@
 footers are, and each table's cells.
 
 :class:`RegionDetector` runs the layout and table-structure models
-(:mod:`~longdoc.engines.regions_worker`) in a pool of worker processes
+(:mod:`~longdoc.regions.worker`) in a pool of worker processes
 (longdoc's fork server; they exit with their owner), and turns their pixel
 results into the document model's :class:`~longdoc.model.Region` in points.
 It reads a page rendered at :data:`REGION_DPI` (the layout model resizes
@@ -27,10 +27,11 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 
 from longdoc import procs
-from longdoc.engines import backends, regions_worker
+from longdoc.engines import backends
 from longdoc.engines.base import PageImage
 from longdoc.engines.model_files import ModelFileError, layout_model, table_model
 from longdoc.model import BBox, Region, RegionKind, TableCell
+from longdoc.regions import worker as regions_worker
 
 log = logging.getLogger(__name__)
 
