@@ -30,7 +30,7 @@ from longdoc.ingest.source import DocumentSource
 from longdoc.ingest.textlayer import judge_text_layer
 from longdoc.model import ErrorInfo, Page, PageStatus, TextSource
 from longdoc.plan import Admission, FairTurns
-from longdoc.render import iter_page_images
+from longdoc.pipeline.render import iter_page_images
 
 TEXT_LAYER_ENGINE = "text_layer"
 

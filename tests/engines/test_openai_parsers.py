@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from longdoc.engines.openai.checks import Incomplete, check_answer, check_pages, repetition_loop
-from longdoc.engines.openai.parsers import (
+from longdoc.engines.parsers import (
     END_OF_ANSWER,
     grounded_blocks,
     markdown_blocks,

@@ -41,7 +41,7 @@ from longdoc.engines.native.runtime import NativeModel
 from longdoc.engines.native.scheduler import Scheduler
 from longdoc.engines.native.sequence import DocumentSequence, PageText, peak_bytes
 from longdoc.engines.native.srswa import SrswaSettings
-from longdoc.engines.openai.parsers import grounded_blocks
+from longdoc.engines.parsers import grounded_blocks
 from longdoc.errors import EngineFailed, EngineUnavailable, JobCancelled
 from longdoc.model import ErrorInfo, Page, PageStatus
 

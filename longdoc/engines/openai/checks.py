@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from longdoc.engines.openai.parsers import clean, split_pages
+from longdoc.engines.parsers import clean, split_pages
 
 #: the tail looked at for a loop, the longest repeated piece, and how often
 #: and over how many characters a piece of text must repeat to be a loop

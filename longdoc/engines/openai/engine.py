@@ -60,7 +60,7 @@ from longdoc.engines.base import (
 from longdoc.engines.fallback import Fallback
 from longdoc.engines.openai.checks import Incomplete, check_answer, check_pages
 from longdoc.engines.openai.client import Answer, BusyBudget, ModelClient, RequestFailed, ServerFacts
-from longdoc.engines.openai.parsers import split_pages
+from longdoc.engines.parsers import split_pages
 from longdoc.engines.openai.profiles import SGLANG_NGRAM_PROCESSOR, get_profile
 from longdoc.errors import EngineFailed, EngineUnavailable, JobCancelled
 from longdoc.model import ErrorInfo, Page, PageStatus

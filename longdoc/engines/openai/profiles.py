@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from longdoc.engines.openai.parsers import grounded_blocks, markdown_blocks, paddle_blocks
+from longdoc.engines.parsers import grounded_blocks, markdown_blocks, paddle_blocks
 from longdoc.model import Block
 
 Parser = Callable[[str, int, float, float], list[Block]]
