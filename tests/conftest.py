@@ -14,7 +14,8 @@ import pytest
 from longdoc.config import Settings, load_settings
 from longdoc.pipeline import Pipeline
 
-DEV_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev"
+ROOT = Path(__file__).resolve().parents[1]  # the checkout (tests.standin runs from it)
+DEV_CORPUS = ROOT.parent / "shared" / "eval" / "dev"
 
 
 def make_settings(**inference) -> Settings:
@@ -46,12 +47,12 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session")
 def standin_server(tmp_path_factory):
-    """The stand-in model server (``python -m longdoc.standin.model_server``:
+    """The stand-in model server (``python -m tests.standin.model_server``:
     an OpenAI-compatible API answering from RapidOCR; no model) in its own
     process; yields its URL (``…/v1`` is the API)."""
     port = free_port()
     log = open(tmp_path_factory.mktemp("standin") / "standin.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "longdoc.standin.model_server", "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "tests.standin.model_server", "--port", str(port)], cwd=ROOT,
                             stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60

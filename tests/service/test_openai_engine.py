@@ -11,7 +11,7 @@ import time
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import free_port
+from tests.conftest import ROOT, free_port
 from tests.service.helpers import accepted, submit, wait_terminal
 
 
@@ -43,7 +43,7 @@ def test_a_job_runs_on_the_model_server_and_readiness_follows_it(start_server, s
 
 def test_readiness_turns_503_when_the_model_server_goes_away(start_server, tmp_path):
     port = free_port()
-    standin = subprocess.Popen([sys.executable, "-m", "longdoc.standin.model_server", "--port", str(port)],
+    standin = subprocess.Popen([sys.executable, "-m", "tests.standin.model_server", "--port", str(port)], cwd=ROOT,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60

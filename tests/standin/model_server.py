@@ -6,7 +6,7 @@ content holds page images (``image_url`` data URIs) the way a profile's
 model would format them, but the text comes from longdoc's CPU engine
 (RapidOCR) and longdoc's own layout, not from a model::
 
-    python -m longdoc.standin.model_server --port 8001 [--profile auto] [--model standin-ocr]
+    python -m tests.standin.model_server --port 8001 [--profile auto] [--model standin-ocr]
 
 Endpoints: ``POST /v1/chat/completions`` (streaming and not), ``GET
 /v1/models``, ``GET /health``, and for tests ``POST /standin/faults``
