@@ -8,7 +8,7 @@ Serif / Sans Mono, FreeSerif; 8, 10 and 12 pt), 21 lines a page; scanned
 as an office scanner would (200 dpi grey, ±0.6° skew, JPEG quality 75).
 
 Each recognizer reads the whole set through ``longdoc parse`` (the
-pipeline users get, ``inference.recognizer`` set through the environment;
+pipeline users get, ``inference.rapidocr.recognizer`` set through the environment;
 ``cascade`` is the default engine). A token counts when it stands in its
 page's text exactly (every block of the JSON, running footers included;
 runs of whitespace as one space). Printed: tokens read
@@ -43,7 +43,7 @@ def read_longdoc(scan: Path, work: Path, recognizer: str) -> tuple[float, list[s
     out = work / recognizer
     shutil.rmtree(out, ignore_errors=True)
     name, _, int8 = recognizer.partition("+")  # "cascade+int8": with the int8 small recognizer
-    env = {**os.environ, "LONGDOC_INFERENCE__RECOGNIZER": name, "LONGDOC_INFERENCE__INT8": str(int8 == "int8").lower()}
+    env = {**os.environ, "LONGDOC_INFERENCE__RAPIDOCR__RECOGNIZER": name, "LONGDOC_INFERENCE__RAPIDOCR__INT8": str(int8 == "int8").lower()}
     cmd = [str(Path(sys.executable).parent / "longdoc"), "parse", str(scan), "-o", str(out), "--format", "json",
            "-q"]
     t0 = time.perf_counter()

@@ -11,7 +11,7 @@ order of the tools alternating from one document to the next:
 - ``ocrmypdf -j <cores> -l eng --force-ocr --output-type pdf --sidecar``
   (Tesseract 5, ``OMP_THREAD_LIMIT=1``);
 - ``longdoc parse --format json,txt`` with its defaults, and once more per
-  ``--recognizer`` variant asked (``inference.recognizer`` set through the
+  ``--recognizer`` variant asked (``inference.rapidocr.recognizer`` set through the
   environment).
 
 Printed per document and overall (pages of a document joined in order: a
@@ -194,7 +194,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="documents whose name contains this (comma-separated: any of them)")
     ap.add_argument("--split", choices=("dev", "test"))
-    ap.add_argument("--recognizer", default="", help="also run longdoc with these inference.recognizer values")
+    ap.add_argument("--recognizer", default="", help="also run longdoc with these inference.rapidocr.recognizer values")
     ap.add_argument("--no-ocrmypdf", action="store_true")
     ap.add_argument("--no-default", action="store_true", help="leave out longdoc with its defaults")
     ap.add_argument("--max-pages", type=int, default=None, help="first N pages of each document")
@@ -214,7 +214,7 @@ def main() -> int:
         tools.append(("ocrmypdf", None))
     if not args.no_default:
         tools.append(("longdoc", {}))
-    tools += [(f"longdoc:{r}", {"LONGDOC_INFERENCE__RECOGNIZER": r}) for r in args.recognizer.split(",") if r]
+    tools += [(f"longdoc:{r}", {"LONGDOC_INFERENCE__RAPIDOCR__RECOGNIZER": r}) for r in args.recognizer.split(",") if r]
     print(f"{len(docs)} documents, {sum(d.pages for d in docs)} pages; tools: {', '.join(t for t, _ in tools)}; "
           f"{os.cpu_count()} cores", flush=True)
     # untimed: the backend choice of inference.backend auto is remembered from here on

@@ -9,6 +9,7 @@ environment.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -23,6 +24,8 @@ from pydantic_settings import (
 )
 
 from longdoc.errors import ConfigError
+
+log = logging.getLogger("longdoc.config")
 
 OcrMode = Literal["auto", "force", "off"]
 
@@ -145,8 +148,34 @@ class NativeSettings(_Section):
                                         "not finish; None = such pages fail")
 
 
+class RapidOcrSettings(_Section):
+    """The rapidocr engine's own settings (``inference.rapidocr``)."""
+
+    recognizer: Literal["auto", "cascade", "small", "tiny"] = Field(
+        default="auto", description="which text recognizer reads the lines; cascade: PP-OCRv6 tiny "
+        "reads every line and the small model reads again the lines tiny may have got wrong (about a third of a "
+        "real page's); small or tiny: that model alone; auto: small alone where this machine runs it at most "
+        "2.2x tiny's cost (timed with the runtimes, e.g. OpenVINO on AMX), else the cascade")
+    recheck_below: float = Field(default=0.93, ge=0.0, le=1.0, description="cascade: a line tiny reads "
+                                 "with a mean character confidence below this (or with a run of 4+ digits) is "
+                                 "read again by the small model")
+    int8: bool = Field(default=False, description="the int8 copy of the small recognizer, built from the "
+                       "wheel's model (its convolutions in int8): 1.2x faster on ONNX Runtime, slower on OpenVINO, "
+                       "and it reads real documents worse (line CER 1.23% against 1.11%, bench/lines.py); "
+                       "false = the float model")
+    recycle_after_pages: int = Field(default=200, ge=0, description="a worker process is replaced after "
+                                     "about this many pages, between groups (its runtime's memory arena never "
+                                     "shrinks); 0 = never")
+
+
+#: keys that were ``inference.<key>`` and are ``inference.rapidocr.<key>``
+#: since 0.2 (the old place is read, with a warning, for one release)
+LEGACY_RAPIDOCR_KEYS = ("recognizer", "recheck_below", "int8", "recycle_after_pages")
+
+
 class InferenceSettings(_Section):
     engine: str = "rapidocr"
+    rapidocr: RapidOcrSettings = Field(default_factory=RapidOcrSettings)
     plugins: list[str] = Field(default_factory=list, description="modules (dotted names or .py files) imported "
                                "before engines are looked up; each registers its engines with "
                                "longdoc.engines.register_engine. Installed packages can also declare engines "
@@ -166,27 +195,31 @@ class InferenceSettings(_Section):
     backend: Literal["auto", "onnxruntime", "openvino"] = Field(
         default="auto", description="runtime of the rapidocr engine's models; auto: for each model (detector, "
         "recognizer, the cascade's second recognizer) the faster one on this machine, timed once and remembered")
-    int8: bool = Field(default=False, description="rapidocr: the int8 copy of the small recognizer, built from the "
-                       "wheel's model (its convolutions in int8): 1.2x faster on ONNX Runtime, slower on OpenVINO, "
-                       "and it reads real documents worse (line CER 1.23% against 1.11%, bench/lines.py); "
-                       "false = the float model")
-    recognizer: Literal["auto", "cascade", "small", "tiny"] = Field(
-        default="auto", description="rapidocr: which text recognizer reads the lines; cascade: PP-OCRv6 tiny "
-        "reads every line and the small model reads again the lines tiny may have got wrong (about a third of a "
-        "real page's); small or tiny: that model alone; auto: small alone where this machine runs it at most "
-        "2.2x tiny's cost (timed with the runtimes, e.g. OpenVINO on AMX), else the cascade")
-    recheck_below: float = Field(default=0.93, ge=0.0, le=1.0, description="rapidocr cascade: a line tiny reads "
-                                 "with a mean character confidence below this (or with a run of 4+ digits) is "
-                                 "read again by the small model")
-    recycle_after_pages: int = Field(default=200, ge=0, description="a rapidocr worker process is replaced after "
-                                     "about this many pages, between groups (its runtime's memory arena never "
-                                     "shrinks); 0 = never")
     regions: bool = Field(default=True, description="find tables (with their cells), figures, captions, headers "
                           "and footers with the layout and table-structure models before laying out a page")
     table_model_path: str | None = Field(default=None, description="SLANet-plus ONNX file for table cells; "
                                          "None = the one scripts/setup.sh installed")
     openai: OpenAISettings = OpenAISettings()
     native: NativeSettings = NativeSettings()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_rapidocr_keys(cls, data: Any) -> Any:
+        """``inference.recognizer`` (and the other :data:`LEGACY_RAPIDOCR_KEYS`)
+        read into ``inference.rapidocr``, with a warning; the new place wins."""
+        if not isinstance(data, dict) or not any(k in data for k in LEGACY_RAPIDOCR_KEYS):
+            return data
+        data = dict(data)
+        section = data.get("rapidocr") or {}
+        section = dict(section) if isinstance(section, dict) else section.model_dump(exclude_unset=True)
+        for key in LEGACY_RAPIDOCR_KEYS:
+            if key in data:
+                value = data.pop(key)
+                section.setdefault(key, value)
+                log.warning("inference.%s is now inference.rapidocr.%s; the old key is read until the next release",
+                            key, key, extra={"key": f"inference.{key}"})
+        data["rapidocr"] = section
+        return data
 
     @model_validator(mode="after")
     def _overlap_below_chunk(self) -> InferenceSettings:

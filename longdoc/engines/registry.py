@@ -46,10 +46,10 @@ def _rapidocr(settings: InferenceSettings) -> Engine:
         threads_per_worker=settings.threads_per_worker,
         page_timeout_seconds=settings.page_timeout_seconds,
         backend=settings.backend,
-        recycle_after_pages=settings.recycle_after_pages,
-        int8=settings.int8,
-        recognizer=settings.recognizer,
-        recheck_below=settings.recheck_below,
+        recycle_after_pages=settings.rapidocr.recycle_after_pages,
+        int8=settings.rapidocr.int8,
+        recognizer=settings.rapidocr.recognizer,
+        recheck_below=settings.rapidocr.recheck_below,
     )
     return PagedEngine(recognizer, workspace_budget=settings.workspace_budget_mb * 2**20)
 

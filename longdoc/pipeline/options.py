@@ -6,19 +6,23 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 
-from longdoc.config import OcrMode, Settings
+from longdoc.config import InferenceSettings, OcrMode, Settings
+from longdoc.export import DEFAULT_FORMATS
+
+#: the defaults live in the settings: options made without them read as a configured run does
+_INFERENCE = InferenceSettings()
 
 
 @dataclass(frozen=True)
 class ParseOptions:
     pages: str | None = None  # page range spec, e.g. "1-20,35"; None = all
-    ocr: OcrMode = "auto"
-    dpi: int = 200
-    engine: str = "rapidocr"
-    page_chunk_size: int = 32
-    chunk_overlap: int = 2
-    regions: bool = True
-    formats: tuple[str, ...] = ("md", "json", "txt")  # longdoc.export.DEFAULT_FORMATS
+    ocr: OcrMode = _INFERENCE.ocr
+    dpi: int = _INFERENCE.dpi
+    engine: str = _INFERENCE.engine
+    page_chunk_size: int = _INFERENCE.page_chunk_size
+    chunk_overlap: int = _INFERENCE.chunk_overlap
+    regions: bool = _INFERENCE.regions
+    formats: tuple[str, ...] = DEFAULT_FORMATS
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> ParseOptions:

@@ -10,6 +10,7 @@ from longdoc.engines.paged import PagedEngine
 from longdoc.engines.rapidocr import RapidOcrEngine
 from longdoc.engines.tesseract import TesseractEngine
 from longdoc.errors import UnknownEngine
+from longdoc.pipeline.options import ParseOptions
 
 
 def test_page_engines_are_registered():
@@ -18,7 +19,7 @@ def test_page_engines_are_registered():
 
 def test_rapidocr_is_built_from_settings_without_starting_workers():
     settings = InferenceSettings(workers=3, threads_per_worker=2, page_timeout_seconds=12, backend="onnxruntime",
-                                 recognizer="small", recheck_below=0.9)
+                                 rapidocr={"recognizer": "small", "recheck_below": 0.9})
     paged = get_engine("rapidocr", settings)
     assert isinstance(paged, PagedEngine) and isinstance(paged, Engine)
     assert paged.capabilities.output == "lines" and paged.capabilities.groups_in_flight == 1
@@ -30,6 +31,27 @@ def test_rapidocr_is_built_from_settings_without_starting_workers():
     assert engine.params["EngineConfig.onnxruntime.intra_op_num_threads"] == 2
     assert engine.asked_recognizer == "small" and engine.recheck_below == 0.9
     assert engine.worker_pids() == []
+
+
+def test_the_rapidocr_keys_at_their_old_place_are_still_read_with_a_warning(caplog):
+    with caplog.at_level("WARNING", logger="longdoc.config"):
+        settings = InferenceSettings(recognizer="tiny", recycle_after_pages=7, rapidocr={"recheck_below": 0.5})
+    assert settings.rapidocr.recognizer == "tiny" and settings.rapidocr.recycle_after_pages == 7
+    assert settings.rapidocr.recheck_below == 0.5
+    assert any("inference.rapidocr.recognizer" in r.getMessage() for r in caplog.records)
+    both = InferenceSettings(recognizer="tiny", rapidocr={"recognizer": "small"})
+    assert both.rapidocr.recognizer == "small"  # the new place wins
+
+
+def test_an_engine_built_without_settings_reads_as_the_default_settings_do():
+    engine, options = RapidOcrEngine(workers=1), ParseOptions()
+    defaults = InferenceSettings()
+    assert (engine.asked_backend, engine.asked_recognizer, engine.recheck_below, engine.int8,
+            engine.recycle_after_pages) == (defaults.backend, defaults.rapidocr.recognizer,
+                                            defaults.rapidocr.recheck_below, defaults.rapidocr.int8,
+                                            defaults.rapidocr.recycle_after_pages)
+    assert (options.engine, options.dpi, options.page_chunk_size, options.chunk_overlap, options.regions) == (
+        defaults.engine, defaults.dpi, defaults.page_chunk_size, defaults.chunk_overlap, defaults.regions)
 
 
 def test_tesseract_is_built_from_settings():

@@ -41,6 +41,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from longdoc.config import RapidOcrSettings
 from longdoc.engines.rapidocr.ctc import LineReading, install
 
 #: a run of digits the tiny recognizer may have joined from several groups
@@ -50,7 +51,8 @@ MIXED_TOKEN = re.compile(r"(?=[^\s]*[^\W\d_])(?=[^\s]*\d)[^\s]{2,}")
 #: a case change inside a word: lower then upper, or upper-upper-lower
 CASE_FLIP = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
 #: mean character confidence under which a line is read again
-DEFAULT_BELOW = 0.93
+#: (``inference.rapidocr.recheck_below``'s default)
+DEFAULT_BELOW: float = RapidOcrSettings.model_fields["recheck_below"].default
 #: punctuation glued to the next word ("x,y:The"): tiny drops those spaces, small reads them
 GLUED = re.compile(r"[,;:!?)\]][A-Za-z]|[a-z][(\[]")
 #: a character read this little ahead of its second choice is a doubt

@@ -63,11 +63,12 @@ from types import TracebackType
 from typing import Any
 
 from longdoc import procs
+from longdoc.config import InferenceSettings
 from longdoc.engines import backends, model_files
 from longdoc.engines.base import EngineCapabilities, PageImage, RecognizedPage
 from longdoc.engines.rapidocr import int8 as int8_model
 from longdoc.engines.rapidocr import worker as rapidocr_worker
-from longdoc.engines.rapidocr.cascade import DEFAULT_BELOW, RecheckPlan
+from longdoc.engines.rapidocr.cascade import RecheckPlan
 from longdoc.engines.rapidocr.worker import DEFAULT_PARAMS, RawPage
 from longdoc.engines.results import confidence, failed_page, quad_box
 from longdoc.engines.window import Slot, in_order
@@ -75,6 +76,10 @@ from longdoc.errors import EngineUnavailable
 from longdoc.model import Line
 
 log = logging.getLogger(__name__)
+
+#: the defaults users get (``inference`` in :class:`~longdoc.config.Settings`):
+#: an engine built here without settings reads as a configured one does
+_INFERENCE = InferenceSettings()
 
 #: Workspace a page holds in a worker besides its image copies: ONNX Runtime
 #: activations of the detector (input capped at 960 px by ``Det.limit_side_len``)
@@ -132,18 +137,18 @@ class RapidOcrEngine:
     def __init__(
         self,
         workers: int,
-        threads_per_worker: int = 1,
-        page_timeout_seconds: float = 300.0,
+        threads_per_worker: int = _INFERENCE.threads_per_worker,
+        page_timeout_seconds: float = _INFERENCE.page_timeout_seconds,
         params: dict[str, Any] | None = None,
         *,
         max_in_flight: int | None = None,
         start_method: str = "forkserver",
         start_timeout_seconds: float = 180.0,
-        backend: str = "onnxruntime",
-        recycle_after_pages: int = 0,
-        int8: bool = False,
-        recognizer: str = "auto",
-        recheck_below: float = DEFAULT_BELOW,
+        backend: str = _INFERENCE.backend,
+        recycle_after_pages: int = _INFERENCE.rapidocr.recycle_after_pages,
+        int8: bool = _INFERENCE.rapidocr.int8,
+        recognizer: str = _INFERENCE.rapidocr.recognizer,
+        recheck_below: float = _INFERENCE.rapidocr.recheck_below,
     ) -> None:
         if page_timeout_seconds <= 0:
             raise ValueError("page_timeout_seconds must be positive")

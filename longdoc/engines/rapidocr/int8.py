@@ -20,7 +20,7 @@ pages rose eightfold (0.018% → 0.146%) for no more speed. How it is made:
    back to the float model with a warning.
 
 ``scripts/setup.sh`` builds it (``python -m longdoc.engines.rapidocr.int8``);
-otherwise the first engine start does. ``inference.int8: false`` opts out.
+otherwise the first engine start does. ``inference.rapidocr.int8: false`` opts out.
 Building needs the ``onnx`` package and takes ~15 s.
 """
 
