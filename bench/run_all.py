@@ -1,4 +1,4 @@
-"""`make bench`: every benchmark script with the arguments the README quotes,
+"""`make bench`: every benchmark script with the arguments bench/results/ quotes,
 one after another (each prints its own ratios against a baseline from the
 same run). Takes several minutes; the dev-set CER table needs ../shared."""
 

@@ -35,11 +35,12 @@ class _Section(BaseModel):
 
 
 class ServiceSettings(_Section):
-    host: str = "127.0.0.1"
-    port: int = Field(default=8000, ge=1, le=65535)
+    host: str = Field(default="127.0.0.1", description="address the HTTP service listens on")
+    port: int = Field(default=8000, ge=1, le=65535, description="port the HTTP service listens on")
     max_concurrency: int = Field(default=16, ge=1, description="jobs running at once")
     timeout_seconds: int = Field(default=600, ge=1, description="per job, checked between groups")
-    max_queued: int = Field(default=1000, ge=1, description="queued jobs before submit answers 429")
+    max_queued: int = Field(default=1000, ge=1, description="queued jobs, counted exactly; then submit answers 429 "
+                            "queue_full")
     short_doc_pages: int = Field(default=16, ge=1, description="documents up to this many pages use the short lane")
     rate_limit_per_minute: int = Field(default=120, ge=1, description="requests per API key (a key may override)")
     retention_hours: float = Field(default=168.0, gt=0, description="stored data of finished jobs expires after this")
@@ -47,11 +48,14 @@ class ServiceSettings(_Section):
     sync_timeout_seconds: float = Field(default=60.0, gt=0, description="bounded wait of POST /v1/parse")
     admin_token: SecretStr | None = Field(default=None, description="enables /admin; at least 24 characters")
     allow_private_callbacks: bool = Field(default=False, description="allow webhooks to loopback/private addresses")
-    webhook_max_attempts: int = Field(default=5, ge=1)
-    warmup: bool = Field(default=True, description="run a real page through the engine before /readyz says ready")
-    log_json: bool = True
-    work_dir: str = Field(default="./data/work", description="temporary copies of documents being parsed; "
-                          "emptied at start, a job's folder removed when it ends or is deleted")
+    webhook_max_attempts: int = Field(default=5, ge=1, description="delivery attempts of one webhook (exponential "
+                                      "backoff, Retry-After honoured), each one recorded; then it is given up")
+    warmup: bool = Field(default=True, description="run a real page through the engine before /readyz says "
+                         "ready; false: ready at once, the engine loads on the first job")
+    log_json: bool = Field(default=True, description="logs as JSON lines (with job_id and tenant; document text "
+                           "is never logged); false: plain text lines")
+    work_dir: str = Field(default="./data/work", description="temporary copies of documents being parsed "
+                          "(a private folder, 0700, never /tmp); emptied at start, a job's folder removed when it ends or is deleted")
     max_attempts: int = Field(default=3, ge=1, description="times a job may be started by a process that then "
                               "died; the next recovery fails it with too_many_attempts")
     max_connections: int = Field(default=1000, ge=1, description="open HTTP connections; more are answered 503 "
@@ -87,7 +91,8 @@ class OpenAISettings(_Section):
 
     base_url: str = Field(default="http://127.0.0.1:8001/v1", description="the server's /v1 URL")
     model: str | None = Field(default=None, description="served model name; None = the server's first model")
-    api_key: SecretStr | None = None
+    api_key: SecretStr | None = Field(default=None, description="sent to the model server as a Bearer token; "
+                                      "None = none")
     profile: OpenAIProfile = Field(default="unlimited-ocr", description="prompt, image mode and output parser")
     server: Literal["vllm", "sglang"] = Field(
         default="vllm", description="how the profile's no-repeat-n-gram guard is sent: vllm: vllm_xargs (the "
@@ -174,31 +179,42 @@ LEGACY_RAPIDOCR_KEYS = ("recognizer", "recheck_below", "int8", "recycle_after_pa
 
 
 class InferenceSettings(_Section):
-    engine: str = "rapidocr"
-    rapidocr: RapidOcrSettings = Field(default_factory=RapidOcrSettings)
+    engine: str = Field(default="rapidocr", description="OCR engine of `longdoc parse` and of jobs that name "
+                        "none: rapidocr, tesseract, openai, native, fake, or one a plugin registers")
     plugins: list[str] = Field(default_factory=list, description="modules (dotted names or .py files) imported "
                                "before engines are looked up; each registers its engines with "
                                "longdoc.engines.register_engine. Installed packages can also declare engines "
                                "under the `longdoc.engines` entry-point group")
-    model_path: str | None = None
-    page_chunk_size: int = Field(default=32, ge=1, description="pages per group (C)")
-    chunk_overlap: int = Field(default=2, ge=0, description="pages shared by consecutive groups (O)")
-    kv_cache_watermark: float = Field(default=0.8, gt=0.0, le=1.0)
+    model_path: str | None = Field(default=None, description="the native engine's checkpoint folder when "
+                                   "inference.native.model_path is None")
+    page_chunk_size: int = Field(default=32, ge=1, description="pages per group (C): the unit of "
+                                 "scheduling, checkpoint and retry")
+    chunk_overlap: int = Field(default=2, ge=0, description="pages shared by consecutive "
+                                 "groups (O), below page_chunk_size; group g starts at g·(C−O)")
+    kv_cache_watermark: float = Field(default=0.8, gt=0.0, le=1.0, description="a page group waits while the "
+                                      "engine's workspace would pass this fraction of its budget")
     workspace_budget_mb: int = Field(
         default=2048, ge=16, description="workspace budget the watermark applies to"
     )
-    dpi: int = Field(default=200, ge=50, le=600)
-    ocr: OcrMode = "auto"
+    dpi: int = Field(default=200, ge=50, le=600, description="resolution pages are rendered at for OCR (lower "
+                     "where limits.max_render_pixels requires)")
+    ocr: OcrMode = Field(default="auto", description="auto: the PDF text layer where it is sound, OCR where it "
+                         "is missing or garbage; force: render and OCR every page; off: text layer only")
     workers: int = Field(default=0, ge=0, description="parallel page workers; 0 = one per core")
-    threads_per_worker: int = Field(default=1, ge=1)
-    page_timeout_seconds: float = Field(default=300.0, gt=0)
+    threads_per_worker: int = Field(default=1, ge=1, description="threads of each page worker (rapidocr's "
+                                    "runtimes; tesseract's OMP_THREAD_LIMIT)")
+    page_timeout_seconds: float = Field(default=300.0, gt=0, description="one page in the OCR engine; past it "
+                                        "the page fails with engine_failed (retryable)")
     backend: Literal["auto", "onnxruntime", "openvino"] = Field(
-        default="auto", description="runtime of the rapidocr engine's models; auto: for each model (detector, "
-        "recognizer, the cascade's second recognizer) the faster one on this machine, timed once and remembered")
+        default="auto", description="runtime of the rapidocr engine's models and of the layout model; auto: for each "
+        "model (detector, recognizer, the cascade's second recognizer, layout) the faster one on this machine, timed "
+        "once and remembered")
     regions: bool = Field(default=True, description="find tables (with their cells), figures, captions, headers "
                           "and footers with the layout and table-structure models before laying out a page")
     table_model_path: str | None = Field(default=None, description="SLANet-plus ONNX file for table cells; "
                                          "None = the one scripts/setup.sh installed")
+    rapidocr: RapidOcrSettings = Field(default_factory=RapidOcrSettings, description="the rapidocr engine's own "
+                                       "settings")
     openai: OpenAISettings = OpenAISettings()
     native: NativeSettings = NativeSettings()
 
@@ -249,12 +265,14 @@ class S3Settings(_Section):
 
 
 class StorageSettings(_Section):
-    url: str = "file://./data"
+    url: str = Field(default="file://./data", description="where originals, page results and exports are "
+                     "stored: file://FOLDER or s3://BUCKET/PREFIX")
     s3: S3Settings = S3Settings()
 
 
 class DatabaseSettings(_Section):
-    url: str = "sqlite:///./data/longdoc.db"
+    url: str = Field(default="sqlite:///./data/longdoc.db", description="the job database (SQLAlchemy URL): "
+                     "sqlite:///FILE or postgresql+psycopg://user@host/db")
     pool_size: int = Field(default=5, ge=1, description="PostgreSQL: connections kept open per process")
     max_overflow: int = Field(default=10, ge=0, description="PostgreSQL: extra connections a process may open "
                               "under load")
@@ -267,9 +285,11 @@ class QueueSettings(_Section):
     """Where jobs run: ``embedded`` (threads of the server process) or
     ``celery`` (API replicas plus ``longdoc worker`` processes on a broker)."""
 
-    backend: Literal["embedded", "celery"] = "embedded"
-    broker_url: str | None = Field(default=None, description="celery: the broker, e.g. redis://127.0.0.1:6379/0 "
-                                   "or amqp://guest:guest@127.0.0.1:5672//")
+    backend: Literal["embedded", "celery"] = Field(default="embedded", description="embedded: jobs run in the "
+                                                   "server process; celery: API replicas plus longdoc worker "
+                                                   "processes")
+    broker_url: str | None = Field(default=None, description="celery (needed there): the broker, e.g. "
+                                   "redis://127.0.0.1:6379/0 or amqp://guest:guest@127.0.0.1:5672//")
     lease_seconds: float = Field(default=60.0, ge=1.0, description="a running job or task whose heartbeat is older "
                                  "than this is taken back and run again from its last checkpointed group (its "
                                  "worker heartbeats every third of it)")
@@ -302,8 +322,8 @@ class QueueSettings(_Section):
 
 
 class ClientSettings(_Section):
-    url: str = "http://127.0.0.1:8000"
-    api_key: SecretStr | None = None
+    url: str = Field(default="http://127.0.0.1:8000", description="the server `longdoc submit` talks to")
+    api_key: SecretStr | None = Field(default=None, description="the API key `longdoc submit` sends")
 
 
 class ExportSettings(_Section):
@@ -312,8 +332,10 @@ class ExportSettings(_Section):
 
 
 class LimitSettings(_Section):
-    max_upload_mb: int = Field(default=200, ge=1)
-    max_pages: int = Field(default=2000, ge=1)
+    max_upload_mb: int = Field(default=200, ge=1, description="bytes of one upload, in MiB; more is answered "
+                               "413 upload_too_large")
+    max_pages: int = Field(default=2000, ge=1, description="pages of one document (the whole document, not the "
+                           "range); more is answered 422 too_many_pages")
     max_pixels: int = Field(default=60_000_000, ge=1, description="an image file's page above this is refused")
     max_render_pixels: int = Field(default=20_000_000, ge=10_000, description="a page is rendered at the "
                                    "asked DPI or lower, so it has at most this many pixels (its JSON says so)")

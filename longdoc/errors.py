@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-# CLI exit codes (stable; documented in the README).
+# CLI exit codes (stable; documented in docs/reference/errors.md).
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_ENGINE_UNAVAILABLE = 3
@@ -95,6 +95,8 @@ class InputError(LongdocError):
 
 
 class UnreadablePath(InputError):
+    """The path is missing, a directory, or unreadable."""
+
     code = "unreadable_path"
     http_status = 400
     exit_code = EXIT_UNREADABLE
@@ -102,34 +104,46 @@ class UnreadablePath(InputError):
 
 
 class UnsupportedType(InputError):
+    """Not a PDF, PNG, JPEG, TIFF, BMP or WebP, by its content."""
+
     code = "unsupported_type"
     http_status = 415
     hint = "Send a PDF or an image (PNG, JPEG, TIFF, BMP, WebP); the type is read from the content, not the name."
 
 
 class CorruptFile(InputError):
+    """The document is damaged or truncated."""
+
     code = "corrupt_file"
     hint = "The file is damaged or truncated; re-export or re-download it and try again."
 
 
 class EncryptedPdf(InputError):
+    """A password-protected PDF."""
+
     code = "encrypted_pdf"
     exit_code = EXIT_ENCRYPTED
     hint = "Remove the password protection (e.g. `qpdf --decrypt in.pdf out.pdf`) and submit the decrypted file."
 
 
 class EmptyDocument(InputError):
+    """The document has no pages."""
+
     code = "empty_document"
     hint = "The document has no pages; check that you sent the right file."
 
 
 class InvalidPageRange(InputError):
+    """A page range that does not parse, or lies outside the document."""
+
     code = "invalid_page_range"
     exit_code = EXIT_USAGE
     hint = "Write pages as 1-based numbers and ranges, e.g. `1-20,35`, within the document's page count."
 
 
 class InvalidOption(LongdocError):
+    """A bad flag or option value."""
+
     code = "invalid_option"
     http_status = 400
     exit_code = EXIT_USAGE
@@ -153,6 +167,8 @@ class CallbackRefused(LongdocError):
 
 
 class LimitExceeded(LongdocError):
+    """The input is over one of the ``limits.*`` settings."""
+
     code = "limit_exceeded"
     http_status = 422
     exit_code = EXIT_LIMIT
@@ -160,16 +176,24 @@ class LimitExceeded(LongdocError):
 
 
 class TooManyPages(LimitExceeded):
+    """The document has more pages than ``limits.max_pages``."""
+
     code = "too_many_pages"
     hint = "Split the document, or ask the operator to raise `limits.max_pages` (it counts the whole document, not a page range)."
 
 
 class ImageTooLarge(LimitExceeded):
+    """A page of an image file has more pixels than ``limits.max_pixels`` (read from its header
+    before decoding)."""
+
     code = "image_too_large"
     hint = "Downscale the image or page, or raise `limits.max_pixels` if you trust the source."
 
 
 class UploadTooLarge(LimitExceeded):
+    """An upload over ``limits.max_upload_mb``: refused from ``Content-Length``
+    before the body is read, or as soon as a chunked body passes it."""
+
     code = "upload_too_large"
     http_status = 413
     hint = "Split the document or raise `limits.max_upload_mb`."
@@ -189,6 +213,8 @@ class ResourceLimit(LimitExceeded):
 
 
 class QuotaExceeded(LimitExceeded):
+    """The tenant's stored data would pass ``limits.tenant_storage_mb``."""
+
     code = "quota_exceeded"
     http_status = 413
     hint = (
@@ -201,6 +227,8 @@ class QuotaExceeded(LimitExceeded):
 
 
 class ConfigError(LongdocError):
+    """A bad configuration: file, environment variable or option."""
+
     code = "invalid_config"
     http_status = 400
     exit_code = EXIT_CONFIG
@@ -208,11 +236,15 @@ class ConfigError(LongdocError):
 
 
 class UnknownEngine(ConfigError):
+    """No engine is registered under the name asked for."""
+
     code = "unknown_engine"
     hint = "Choose one of the engines listed above."
 
 
 class EngineUnavailable(LongdocError):
+    """The engine's packages are missing, or its model server refuses connections."""
+
     code = "engine_unavailable"
     http_status = 503
     exit_code = EXIT_ENGINE_UNAVAILABLE
@@ -250,6 +282,9 @@ class ModelFilesInvalid(EngineUnavailable):
 
 
 class PageRenderFailed(LongdocError):
+    """One page cannot be read or rendered (e.g. a page tree that claims more
+    pages than it holds); the page fails, not the document."""
+
     code = "page_render_failed"
     http_status = 422
     exit_code = EXIT_PARTIAL
@@ -266,6 +301,8 @@ class LayoutFailed(LongdocError):
 
 
 class OutputError(LongdocError):
+    """The output folder is not writable."""
+
     code = "output_unwritable"
     http_status = 500
     exit_code = EXIT_UNREADABLE

@@ -1,6 +1,6 @@
 """Real documents nobody here wrote (../shared/eval/dev), against their
 ground truth. Thresholds sit above what this pipeline measured
-(bench/cer_devset.py; figures in the README) with headroom for OCR noise,
+(bench/cer_devset.py; figures in bench/results/2026-11-29-amd-zen5.md) with headroom for OCR noise,
 and well below what a broken reading order or lost page would give."""
 
 from __future__ import annotations

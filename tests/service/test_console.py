@@ -3,7 +3,7 @@
 
 Each test saves a screenshot of every step under its own output folder
 (``<pytest tmp>/…/shots``; with ``LONGDOC_SCREENSHOTS=DIR`` also into DIR,
-which is how the README's screenshot is made). The tests are skipped, with
+which is how the screenshot in docs/console.md is made). The tests are skipped, with
 the reason, only where the browser cannot run: ``scripts/system-deps.sh``
 installs both packages for ``make test``.
 """

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import longdoc.engines.native.srswa as srswa
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+ENGINES_DOC = Path(__file__).resolve().parents[3] / "docs" / "engines.md"
 
 
 def _native_section() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("### In process: the `native` engine")
+    text = ENGINES_DOC.read_text(encoding="utf-8")
+    start = text.index("## In process: the `native` engine")
     return text[start:text.index("\n## ", start)]
 
 
