@@ -18,7 +18,7 @@ from longdoc import __version__, cli_service
 from longdoc.cli_progress import make_progress
 from longdoc.config import dump_settings, load_settings
 from longdoc.errors import EXIT_PARTIAL, EXIT_USAGE, InvalidOption, LongdocError
-from longdoc.export import FORMATS
+from longdoc.export.formats import DEFAULT_FORMATS, FORMATS, LABELS
 from longdoc.model import DocumentStatus
 from longdoc.pipeline import ParseOptions, Pipeline
 
@@ -59,8 +59,8 @@ def _formats(spec: str) -> tuple[str, ...]:
 def parse(
     files: Annotated[list[Path], typer.Argument(help="PDF or image files.", show_default=False)],
     out: Annotated[Path, typer.Option("-o", "--out", help="Output folder.")] = Path("out"),
-    format: Annotated[str, typer.Option("--format", help="Comma-separated: md, json, txt, pdf (searchable), "
-                                        "chunks (JSON Lines for retrieval), docling (DoclingDocument).")] = "md,json,txt",
+    format: Annotated[str, typer.Option("--format", help="Comma-separated: " + ", ".join(
+        f"{f} ({LABELS[f]})" for f in FORMATS) + ".")] = ",".join(DEFAULT_FORMATS),
     pages: Annotated[Optional[str], typer.Option("--pages", help="1-based pages, e.g. 1-20,35.")] = None,
     ocr: Annotated[Optional[str], typer.Option("--ocr", help="auto | force | off")] = None,
     dpi: Annotated[Optional[int], typer.Option("--dpi", help="Render DPI for OCR.")] = None,

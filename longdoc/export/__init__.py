@@ -7,17 +7,10 @@ temporary file renamed into place on ``close``, so a reader never sees a
 half-written export under its final name.
 """
 
+from longdoc.export.formats import DEFAULT_FORMATS, FILE_NAMES, FORMATS, LABELS, MEDIA_TYPES, ExportFormat
 from longdoc.export.markdown import page_markdown
 from longdoc.export.text import page_text
-from longdoc.export.writers import (
-    DEFAULT_FORMATS,
-    FILE_NAMES,
-    FORMATS,
-    MEDIA_TYPES,
-    ExportContext,
-    ExportSet,
-    open_exports,
-)
+from longdoc.export.writers import ExportContext, ExportSet, open_exports
 
-__all__ = ["DEFAULT_FORMATS", "FILE_NAMES", "FORMATS", "MEDIA_TYPES", "ExportContext", "ExportSet", "open_exports",
-           "page_markdown", "page_text"]
+__all__ = ["DEFAULT_FORMATS", "FILE_NAMES", "FORMATS", "LABELS", "MEDIA_TYPES", "ExportContext", "ExportFormat",
+           "ExportSet", "open_exports", "page_markdown", "page_text"]

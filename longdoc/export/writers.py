@@ -27,20 +27,12 @@ from longdoc.config import LimitSettings
 from longdoc.errors import LongdocError, OutputError
 from longdoc.export.chunks import ChunkWriter
 from longdoc.export.docling import DoclingWriter
+from longdoc.export.formats import DEFAULT_FORMATS, FILE_NAMES, FORMATS, MEDIA_TYPES  # noqa: F401  (re-exported)
 from longdoc.export.markdown import page_markdown
 from longdoc.export.searchable_pdf import SearchablePdfWriter
 from longdoc.export.text import PAGE_SEPARATOR, page_text
 from longdoc.model import DocumentStatus, ErrorInfo, Page
 
-FORMATS = ("md", "json", "txt", "pdf", "chunks", "docling")
-#: the formats written when none are asked for
-DEFAULT_FORMATS = ("md", "json", "txt")
-#: ``<stem>`` + this is each format's file name
-FILE_NAMES = {"md": ".md", "json": ".json", "txt": ".txt", "pdf": ".pdf", "chunks": ".chunks.jsonl",
-              "docling": ".docling.json"}
-MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
-               "txt": "text/plain; charset=utf-8", "pdf": "application/pdf",
-               "chunks": "application/jsonl; charset=utf-8", "docling": "application/json"}
 
 
 @dataclass(frozen=True)

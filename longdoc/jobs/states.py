@@ -31,6 +31,8 @@ class JobState(str, Enum):
 
 
 TERMINAL = frozenset({JobState.SUCCEEDED, JobState.PARTIAL, JobState.FAILED, JobState.CANCELLED, JobState.EXPIRED})
+#: the states whose exports can be downloaded
+WITH_RESULTS = frozenset({JobState.SUCCEEDED, JobState.PARTIAL})
 
 ALLOWED: dict[JobState, frozenset[JobState]] = {
     JobState.QUEUED: frozenset({JobState.RUNNING, JobState.CANCELLED, JobState.FAILED}),

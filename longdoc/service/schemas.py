@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from longdoc.export import DEFAULT_FORMATS
+from longdoc.export.formats import DEFAULT_FORMATS, ExportFormat
 from longdoc.jobs.public import JobLinks, JobPublic, job_public
 
 __all__ = ["JobLinks", "JobPublic", "job_public"]  # the job's public view lives with the jobs (webhooks send it)
@@ -18,7 +18,7 @@ class JobOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    formats: list[Literal["md", "json", "txt", "pdf", "chunks", "docling"]] = Field(
+    formats: list[ExportFormat] = Field(
         default_factory=lambda: list(DEFAULT_FORMATS), min_length=1)
     pages: str | None = Field(default=None, max_length=1000, description="1-based pages, e.g. 1-20,35")
     ocr: Literal["auto", "force", "off"] | None = None
@@ -89,3 +89,21 @@ class KeyCreated(KeyPublic):
 class Readiness(BaseModel):
     ready: bool
     checks: dict[str, bool | int | str]
+
+
+class MetaFormat(BaseModel):
+    name: str
+    label: str
+    file_suffix: str = Field(description="the export's file name is the document's stem + this")
+    media_type: str
+    default: bool = Field(description="written when a job names no formats")
+
+
+class Meta(BaseModel):
+    version: str
+    formats: list[MetaFormat]
+    states: list[str]
+    terminal_states: list[str]
+    result_states: list[str] = Field(description="states whose exports can be downloaded")
+    block_kinds: list[str]
+    engines: list[str]

@@ -17,10 +17,11 @@ import re
 import uuid
 
 from longdoc.errors import InvalidObjectKey, InvalidTenant
+from longdoc.export.formats import FORMATS
 
 TENANT_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 JOB_ID_RE = re.compile(r"[0-9a-f]{32}")
-EXPORT_FORMATS = ("md", "json", "txt", "pdf", "chunks", "docling")
+EXPORT_FORMATS = FORMATS  # longdoc.export.formats
 
 
 def new_job_id() -> str:

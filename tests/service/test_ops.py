@@ -25,6 +25,27 @@ def test_health_and_readiness(server):
     assert runtimes and set(runtimes) <= {"onnxruntime", "openvino"}, body
 
 
+def test_meta_says_what_the_code_defines_and_the_console_hard_codes_none_of_it(server):
+    from pathlib import Path
+
+    from longdoc.export.formats import DEFAULT_FORMATS, FILE_NAMES, FORMATS
+    from longdoc.jobs.states import JobState
+    from longdoc.model import BlockKind
+
+    r = httpx.get(f"{server.url}/v1/meta")  # no key: nothing in it is a tenant's
+    assert r.status_code == 200, r.text
+    meta = r.json()
+    assert [f["name"] for f in meta["formats"]] == list(FORMATS)
+    assert [f["name"] for f in meta["formats"] if f["default"]] == list(DEFAULT_FORMATS)
+    assert {f["name"]: f["file_suffix"] for f in meta["formats"]} == FILE_NAMES
+    assert meta["states"] == [s.value for s in JobState] and "expired" in meta["terminal_states"]
+    assert "running" not in meta["terminal_states"] and meta["result_states"] == ["succeeded", "partial"]
+    assert meta["block_kinds"] == [k.value for k in BlockKind] and "rapidocr" in meta["engines"]
+    console = (Path(__file__).resolve().parents[2] / "longdoc" / "service" / "console" / "console.js").read_text()
+    for literal in ('"docling"', '"chunks.jsonl"', '"succeeded"', '"sidenote"'):
+        assert literal not in console, f"console.js hard-codes {literal}: read it from /v1/meta"
+
+
 def test_metrics_after_a_job(server, report_doc):
     key = server.create_key("metrics")
     with server.http(key) as http:

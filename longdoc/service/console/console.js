@@ -10,17 +10,27 @@ import { apiKey, setKey, clearKey, ApiError, request, getJSON, getText, getBlob,
   from "./api.js";
 
 const app = document.getElementById("app");
-const STATES = ["queued", "running", "succeeded", "partial", "failed", "cancelled", "expired"];
-const TERMINAL = new Set(["succeeded", "partial", "failed", "cancelled", "expired"]);
-const FORMATS = ["md", "json", "txt", "pdf", "chunks", "docling"];
-const DEFAULT_FORMATS = new Set(["md", "json", "txt"]);
-// what each format is called on a button and the file name it is saved under (as the CLI names them)
-const FORMAT_LABELS = { md: "Markdown", json: "JSON", txt: "Text", pdf: "Searchable PDF", chunks: "Chunks (JSONL)",
-  docling: "Docling JSON" };
-const FILE_NAMES = { md: ".md", json: ".json", txt: ".txt", pdf: ".pdf", chunks: ".chunks.jsonl",
-  docling: ".docling.json" };
-const KINDS = ["title", "heading", "paragraph", "list", "table", "figure", "caption", "footnote", "sidenote",
-  "header", "footer", "page_number", "formula", "code"];
+// formats, states and block kinds as the server defines them (GET /v1/meta, read once at start)
+let STATES = [];
+let TERMINAL = new Set();
+let WITH_RESULTS = new Set();
+let FORMATS = [];
+let DEFAULT_FORMATS = new Set();
+let FORMAT_LABELS = {};   // what each format is called on a button
+let FILE_NAMES = {};      // the file name suffix it is saved under (as the CLI names them)
+let KINDS = [];
+
+async function loadMeta() {
+  const meta = await getJSON("/v1/meta");
+  STATES = meta.states;
+  TERMINAL = new Set(meta.terminal_states);
+  WITH_RESULTS = new Set(meta.result_states);
+  FORMATS = meta.formats.map((f) => f.name);
+  DEFAULT_FORMATS = new Set(meta.formats.filter((f) => f.default).map((f) => f.name));
+  FORMAT_LABELS = Object.fromEntries(meta.formats.map((f) => [f.name, f.label]));
+  FILE_NAMES = Object.fromEntries(meta.formats.map((f) => [f.name, f.file_suffix]));
+  KINDS = meta.block_kinds;
+}
 const VIEW_DPI = 110;
 const PAGES_EVERY_MS = 2000;
 
@@ -86,8 +96,9 @@ function route() {
 }
 
 window.addEventListener("hashchange", route);
-window.addEventListener("DOMContentLoaded", () => {
+window.addEventListener("DOMContentLoaded", async () => {
   document.getElementById("sign-out").addEventListener("click", () => { clearKey(); location.hash = "#/signin"; });
+  try { await loadMeta(); } catch (err) { app.replaceChildren(errorBox(err, "meta-error")); return; }
   route();
 });
 
@@ -301,7 +312,7 @@ function jobView(id) {
         catch (err) { problem.replaceChildren(errorBox(err)); }
       } }, "Cancel"));
     }
-    if (job.state === "succeeded" || job.state === "partial") {
+    if (WITH_RESULTS.has(job.state)) {
       for (const fmt of job.options.formats || []) {
         buttons.push(h("button", { type: "button", id: `download-${fmt}`, onclick: () => download(job, fmt) },
           `Download ${FORMAT_LABELS[fmt] || fmt}`));

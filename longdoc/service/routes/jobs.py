@@ -12,6 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse
 
 from longdoc.errors import JobNotFinished
+from longdoc.export.formats import ExportFormat
 from longdoc.jobs.states import JobState
 from longdoc.model import Page
 from longdoc.service.deps import ContainerDep, JobsDep, KeyDep
@@ -132,7 +133,7 @@ def get_page_image(key: KeyDep, jobs: JobsDep, job_id: str, number: int,
 @router.get("/jobs/{job_id}/result", responses={**ERRORS, 202: {"model": JobPublic}},
             response_class=StreamingResponse)
 def get_result(key: KeyDep, jobs: JobsDep, job_id: str,
-               format: Annotated[Literal["md", "json", "txt", "pdf", "chunks", "docling"], Query()] = "md"):
+               format: Annotated[ExportFormat, Query()] = "md"):
     """The final result, streamed from the store, or a 307 redirect to a
     presigned URL of it when the store gives them (S3 with
     ``storage.s3.presign_seconds``). 202 while the job runs, 409 when it

@@ -1,4 +1,5 @@
-"""Operations: liveness, readiness, Prometheus metrics."""
+"""Operations: liveness, readiness, Prometheus metrics, and what the
+service knows (``/v1/meta``: formats, job states, block kinds, engines)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from longdoc import __version__
+from longdoc.engines import available_engines
+from longdoc.export.formats import DEFAULT_FORMATS, FILE_NAMES, FORMATS, LABELS, MEDIA_TYPES
+from longdoc.jobs.states import TERMINAL, WITH_RESULTS, JobState
+from longdoc.model import BlockKind
 from longdoc.service.deps import ContainerDep
-from longdoc.service.schemas import Readiness
+from longdoc.service.schemas import Meta, MetaFormat, Readiness
 
 router = APIRouter(tags=["operations"])
 
@@ -35,3 +40,19 @@ async def readyz(container: ContainerDep):
 @router.get("/metrics", response_class=Response)
 def metrics(container: ContainerDep) -> Response:
     return Response(generate_latest(container.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+@router.get("/v1/meta", response_model=Meta)
+def meta() -> Meta:
+    """What the service knows, from the one place each is defined: export
+    formats (name, label, file name, media type, written by default), job
+    states (which are terminal, which have results), block kinds, engines. The console builds
+    its choices from it; no key needed (nothing here is a tenant's)."""
+    return Meta(
+        version=__version__,
+        formats=[MetaFormat(name=f, label=LABELS[f], file_suffix=FILE_NAMES[f], media_type=MEDIA_TYPES[f],
+                            default=f in DEFAULT_FORMATS) for f in FORMATS],
+        states=[s.value for s in JobState], terminal_states=[s.value for s in JobState if s in TERMINAL],
+        result_states=[s.value for s in JobState if s in WITH_RESULTS],
+        block_kinds=[k.value for k in BlockKind], engines=available_engines(),
+    )
