@@ -85,7 +85,8 @@ def no_longdoc_env(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- the generated reference -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["configuration.md", "errors.md", "metrics.md", "document.schema.json"])
+@pytest.mark.parametrize("name", ["configuration.md", "errors.md", "metrics.md", "document.schema.json",
+                                  "modules.md"])
 def test_reference_page_is_current(name: str) -> None:
     path = Path("docs") / "reference" / name
     generated = _pages()[path]
