@@ -41,6 +41,14 @@ class Admission:
             self.in_flight += 1
         return Reservation(self, cost)
 
+    def try_admit(self, cost: int) -> Reservation | None:
+        """``cost`` reserved now, or None when there is no room (never waits)."""
+        with self._cv:
+            if not self.workspace.try_reserve(cost):
+                return None
+            self.in_flight += 1
+        return Reservation(self, cost)
+
     def hold(self, amount: int) -> None:
         """Count kept results (never refused)."""
         with self._cv:

@@ -37,6 +37,7 @@ from longdoc.config import InferenceSettings
 from longdoc.engines.base import EngineCapabilities, GroupPlan, PageGroup, PageImage
 from longdoc.engines.fallback import Fallback
 from longdoc.engines.native.kv_manager import KvFigures, KVWorkspaceManager, capacity_for
+from longdoc.plan.admission import Reservation
 from longdoc.engines.native.runtime import NativeModel
 from longdoc.engines.native.scheduler import Scheduler
 from longdoc.engines.native.sequence import DocumentSequence, PageText, peak_bytes
@@ -207,7 +208,7 @@ class NativeSession:
         self.sequence = DocumentSequence(
             engine.model, engine.window, engine.settings.page_chunk_size,
             engine.config.max_tokens_per_page, engine.config.rebase_positions)
-        self._ticket: int | None = None
+        self._ticket: Reservation | None = None
         self._cancel = threading.Event()
         self._fallback = engine.fallback.session()
         self._closed = False

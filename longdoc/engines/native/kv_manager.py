@@ -9,8 +9,11 @@ or recomputes; a new one waits until its peak fits::
     admit(peak)  iff  reserved + peak <= kv_cache_watermark × capacity
 
 A peak larger than the limit itself can never fit and is refused at once
-(:class:`KvBudgetExceeded`). Plain bookkeeping plus a condition variable;
-the figures are what ``/metrics`` shows.
+(:class:`KvBudgetExceeded`). The waiting is the pipeline's own
+:class:`~longdoc.plan.Admission` (one mechanism, one condition variable);
+the figures are what ``/metrics`` shows. The group images a document's
+pages are encoded from have their own budget (the engine's
+``workspace_budget``, admitted by the pipeline).
 
 The capacity is either configured (``inference.native.kv_budget_mb``) or,
 by default, sized from the architecture by :func:`capacity_for`: the
@@ -25,8 +28,8 @@ import threading
 from dataclasses import dataclass
 
 from longdoc.errors import JobCancelled, KvBudgetExceeded
-
-POLL_S = 0.2
+from longdoc.plan.admission import Admission, Reservation
+from longdoc.plan.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -53,73 +56,66 @@ def capacity_for(peak: int, sequences: int, watermark: float) -> int:
 
 
 class KVWorkspaceManager:
+    """The KV admission: :class:`~longdoc.plan.Admission` (the pipeline's
+    one admission mechanism) over a byte :class:`~longdoc.plan.Workspace`
+    of ``capacity``, plus the refusal of a peak that can never fit. A
+    sequence's handle is the :class:`~longdoc.plan.admission.Reservation`
+    it holds until it ends."""
+
     def __init__(self, capacity: int, watermark: float) -> None:
-        if capacity <= 0:
-            raise ValueError(f"capacity must be > 0, got {capacity}")
-        if not 0.0 < watermark <= 1.0:
-            raise ValueError(f"watermark must be in (0, 1], got {watermark}")
-        self.capacity = capacity
-        self.watermark = watermark
-        self._held: dict[int, int] = {}
-        self._next = 0
-        self._cv = threading.Condition()
-        self._waiting = 0
+        self.admission = Admission(Workspace(budget=capacity, watermark=watermark, unit="bytes"))
         self._admitted = 0
-        self._peak = 0
+
+    @property
+    def capacity(self) -> int:
+        return self.admission.workspace.budget
+
+    @property
+    def watermark(self) -> float:
+        return self.admission.workspace.watermark
 
     @property
     def limit(self) -> int:
-        return int(self.capacity * self.watermark)
+        return self.admission.workspace.limit
 
     @property
     def reserved(self) -> int:
-        return sum(self._held.values())
+        return self.admission.workspace.in_use
 
     def sequences_fit(self, peak: int) -> int:
         """How many reservations of ``peak`` bytes fit under the watermark at once."""
         return self.limit // peak
 
-    def try_admit(self, peak: int) -> int | None:
-        """A ticket if ``peak`` bytes fit under the watermark now, else None."""
+    def try_admit(self, peak: int) -> Reservation | None:
+        """A reservation if ``peak`` bytes fit under the watermark now, else None."""
         self._check(peak)
-        with self._cv:
-            return self._take(peak)
+        return self._count(self.admission.try_admit(peak))
 
-    def admit(self, peak: int, abort: threading.Event | None = None) -> int:
-        """Block until ``peak`` fits; returns the ticket to :meth:`release`.
+    def admit(self, peak: int, abort: threading.Event | None = None) -> Reservation:
+        """Block until ``peak`` fits; returns the reservation to :meth:`release`.
         Raises KvBudgetExceeded when it can never fit, JobCancelled when
         ``abort`` is set while waiting."""
         self._check(peak)
-        with self._cv:
-            self._waiting += 1
-            try:
-                while (ticket := self._take(peak)) is None:
-                    if abort is not None and abort.is_set():
-                        raise JobCancelled("The document stopped while waiting for KV workspace.")
-                    self._cv.wait(POLL_S)
-            finally:
-                self._waiting -= 1
-            return ticket
+        try:
+            reservation = self.admission.admit(peak, abort)
+        except JobCancelled as exc:
+            raise JobCancelled("The document stopped while waiting for KV workspace.") from exc
+        return self._count(reservation)  # type: ignore[return-value]
 
-    def release(self, ticket: int) -> None:
+    def release(self, reservation: Reservation) -> None:
         """Free a sequence's reservation (finished or cancelled). Idempotent."""
-        with self._cv:
-            if self._held.pop(ticket, None) is not None:
-                self._cv.notify_all()
+        reservation.release()
 
     def figures(self) -> KvFigures:
-        with self._cv:
-            return KvFigures(self.capacity, self.limit, self.reserved, len(self._held), self._waiting,
-                             self._admitted, self._peak)
+        a = self.admission
+        return KvFigures(self.capacity, self.limit, self.reserved, a.in_flight, a.waiting, self._admitted,
+                         a.workspace.peak)
 
-    def _take(self, peak: int) -> int | None:
-        if self.reserved + peak > self.limit:
-            return None
-        self._next += 1
-        self._held[self._next] = peak
-        self._admitted += 1
-        self._peak = max(self._peak, self.reserved)
-        return self._next
+    def _count(self, reservation: Reservation | None) -> Reservation | None:
+        if reservation is not None:
+            with self.admission._cv:
+                self._admitted += 1
+        return reservation
 
     def _check(self, peak: int) -> None:
         if peak <= 0:
