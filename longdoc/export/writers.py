@@ -27,7 +27,7 @@ from longdoc.config import LimitSettings
 from longdoc.errors import LongdocError, OutputError
 from longdoc.export.chunks import ChunkWriter
 from longdoc.export.docling import DoclingWriter
-from longdoc.export.formats import DEFAULT_FORMATS, FILE_NAMES, FORMATS, MEDIA_TYPES  # noqa: F401  (re-exported)
+from longdoc.export.formats import FILE_NAMES, FORMATS
 from longdoc.export.markdown import page_markdown
 from longdoc.export.searchable_pdf import SearchablePdfWriter
 from longdoc.export.text import PAGE_SEPARATOR, page_text

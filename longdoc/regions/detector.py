@@ -3,7 +3,7 @@ footers are, and each table's cells.
 
 :class:`RegionDetector` runs the layout and table-structure models
 (:mod:`~longdoc.regions.worker`) in a pool of worker processes
-(longdoc's fork server; they exit with their owner), and turns their pixel
+(:class:`~longdoc.worker_pool.WorkerPool`, the pool RapidOCR uses too; they exit with their owner), and turns their pixel
 results into the document model's :class:`~longdoc.model.Region` in points.
 It reads a page rendered at :data:`REGION_DPI` (the layout model resizes
 every page to 608×800 anyway); the table cells come without text (layout
@@ -22,16 +22,16 @@ import os
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 
-from longdoc import procs
 from longdoc.engines import backends
 from longdoc.engines.base import PageImage
 from longdoc.engines.model_files import ModelFileError, layout_model, table_model
 from longdoc.model import BBox, Region, RegionKind, TableCell
 from longdoc.regions import worker as regions_worker
+from longdoc.worker_pool import WorkerPool
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class RegionDetector:
         self._runtime: str | None = None
         self.timeout_s = timeout_s
         self._table_path = table_model_path
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool: WorkerPool | None = None
         self._lock = threading.Lock()
         self._paths: tuple[str, str | None] | None = None
         self.problem: str | None = None
@@ -135,14 +135,13 @@ class RegionDetector:
             return []
         return to_regions(raw, image.dpi, image.page)
 
-    def _get_pool(self) -> ProcessPoolExecutor:
+    def _get_pool(self) -> WorkerPool:
         with self._lock:
             if self._pool is None:
                 assert self._paths is not None
-                self._pool = ProcessPoolExecutor(
-                    self.workers, mp_context=procs.context(), initializer=regions_worker.init_worker,
-                    initargs=(*self._paths, os.getpid(), self.runtime),
-                )
+                paths, runtime = self._paths, self.runtime
+                self._pool = WorkerPool(self.workers, regions_worker.init_worker,
+                                        lambda: (*paths, os.getpid(), runtime))
             return self._pool
 
     def _replace_pool(self) -> None:
@@ -153,14 +152,7 @@ class RegionDetector:
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
-            _kill(pool)
-            pool.shutdown(wait=wait, cancel_futures=True)
-
-
-def _kill(pool: ProcessPoolExecutor) -> None:
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        if process.is_alive():
-            process.kill()
+            pool.replace(kill=True, wait=wait)
 
 
 def to_regions(raw: regions_worker.RawRegions, dpi: float, page: int) -> list[Region]:

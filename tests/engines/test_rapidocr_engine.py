@@ -37,7 +37,9 @@ def assert_recognized(rec, sample: SamplePage) -> None:
 def test_engine_describes_itself(engine):
     assert isinstance(engine, PageRecognizer)
     assert engine.name == "rapidocr"
-    assert engine.version == f"rapidocr-{version('rapidocr')}/PP-OCRv6-tiny+small/onnxruntime"
+    package, model, runtimes = engine.version.split("/")  # the defaults users get: auto recognizer and runtimes
+    assert package == f"rapidocr-{version('rapidocr')}" and model in ("PP-OCRv6-tiny+small", "PP-OCRv6")
+    assert set(runtimes.split("+")) <= {"onnxruntime", "openvino"} and len(runtimes.split("+")) in (1, 2, 3)
     assert set(engine.capabilities.languages) == {"ch", "en"}
     assert engine.workers == 2
     assert engine.max_in_flight == 4

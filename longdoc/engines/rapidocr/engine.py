@@ -48,13 +48,12 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import multiprocessing
 import os
 import time
 from functools import cached_property
 from dataclasses import replace
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import closing
@@ -62,7 +61,6 @@ from importlib.metadata import PackageNotFoundError, version
 from types import TracebackType
 from typing import Any
 
-from longdoc import procs
 from longdoc.config import InferenceSettings
 from longdoc.engines import backends, model_files
 from longdoc.engines.base import EngineCapabilities, PageImage, RecognizedPage
@@ -74,6 +72,7 @@ from longdoc.engines.results import confidence, failed_page, quad_box
 from longdoc.engines.window import Slot, in_order
 from longdoc.errors import EngineUnavailable
 from longdoc.model import Line
+from longdoc.worker_pool import WorkerPool
 
 log = logging.getLogger(__name__)
 
@@ -183,8 +182,7 @@ class RapidOcrEngine:
         self.start_timeout_seconds = start_timeout_seconds
         self.capabilities = EngineCapabilities(languages=("ch", "en"))
         self._ocr: Any = None  # in-process RapidOCR
-        self._pool: ProcessPoolExecutor | None = None
-        self._pids: list[int] = []
+        self._pool: WorkerPool | None = None
 
     # --- runtimes --------------------------------------------------------
 
@@ -354,9 +352,7 @@ class RapidOcrEngine:
         self._ocr = None
         if self._pool is not None:
             pool, self._pool = self._pool, None
-            _terminate(pool)
-            pool.shutdown(wait=True, cancel_futures=True)
-        self._pids = []
+            pool.close()
 
     def __enter__(self) -> RapidOcrEngine:
         self.load()
@@ -369,7 +365,7 @@ class RapidOcrEngine:
 
     def worker_pids(self) -> list[int]:
         """Process ids of the current pool's workers (empty in-process)."""
-        return list(self._pids)
+        return list(self._pool.pids) if self._pool is not None else []
 
     # --- recognition -----------------------------------------------------
 
@@ -474,19 +470,12 @@ class RapidOcrEngine:
 
     def _start_pool(self) -> None:
         """Start ``workers`` processes and wait until each has warmed up."""
-        context = procs.context() if self.start_method == "forkserver" else multiprocessing.get_context("spawn")
         params, recheck = self._setup()
-        pool = ProcessPoolExecutor(
-            max_workers=self.workers,
-            mp_context=context,
-            initializer=rapidocr_worker.init_worker,
-            initargs=(params, os.getpid(), recheck),
-        )
+        pool = WorkerPool(self.workers, rapidocr_worker.init_worker, lambda: (params, os.getpid(), recheck),
+                          start_method=self.start_method, wait_ready=True, start_timeout_s=self.start_timeout_seconds)
         try:
-            self._pids = _await_workers(pool, self.workers, self.start_timeout_seconds)
+            pool.start()
         except Exception as exc:
-            _terminate(pool)
-            pool.shutdown(wait=True, cancel_futures=True)
             raise EngineUnavailable(
                 f"RapidOCR worker processes failed to start: {type(exc).__name__}: {exc}", hint=_INSTALL_HINT
             ) from exc
@@ -498,9 +487,7 @@ class RapidOcrEngine:
         resubmit the pages of ``resubmit`` whose work the old pool lost."""
         old, self._pool = self._pool, None
         if old is not None:
-            if kill:
-                _terminate(old)
-            old.shutdown(wait=True, cancel_futures=True)
+            old.replace(kill=kill)
         self._start_pool()
         for slot in resubmit:
             if _lost(slot.future):
@@ -533,36 +520,6 @@ class RapidOcrEngine:
 
     def _failed(self, page: PageImage, message: str, seconds: float) -> RecognizedPage:
         return failed_page(page, message, engine=self.name, version=self.version, seconds=seconds)
-
-
-def _await_workers(pool: ProcessPoolExecutor, workers: int, timeout_s: float) -> list[int]:
-    """Ping ``pool`` until ``workers`` distinct processes have answered (each
-    answers only after its initializer — model load and warm-up — ran)."""
-    deadline = time.monotonic() + timeout_s
-    pids: set[int] = set()
-    pending: set[Future[int]] = set()
-    while len(pids) < workers:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError(f"only {len(pids)} of {workers} workers started within {timeout_s:g} s")
-        while len(pending) < workers:
-            pending.add(pool.submit(rapidocr_worker.ping))
-        done, pending = wait(pending, timeout=remaining, return_when=FIRST_COMPLETED)
-        pids.update(f.result() for f in done)
-    for extra in pending:
-        extra.cancel()
-    return sorted(pids)
-
-
-def _terminate(pool: ProcessPoolExecutor) -> None:
-    """Kill the pool's worker processes (a hung page cannot be cancelled)."""
-    terminate = getattr(pool, "terminate_workers", None)  # Python ≥ 3.14
-    if terminate is not None:
-        terminate()
-        return
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        if process.is_alive():
-            process.kill()
 
 
 def _lost(future: Future[Any]) -> bool:

@@ -273,12 +273,6 @@ def ocr_page(image: np.ndarray) -> RawPage:
     return run_ocr(_ocr, image)
 
 
-def ping(delay_s: float = 0.05) -> int:
-    """A no-op task returning the worker's pid (used to see every worker start)."""
-    time.sleep(delay_s)
-    return os.getpid()
-
-
 def run_ocr(ocr: Any, image: np.ndarray, *, upright: bool = True) -> RawPage:
     """Run ``ocr`` on an RGB ``uint8`` (H, W, 3) image.
 
