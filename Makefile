@@ -1,7 +1,7 @@
 # The two commands: `make run` (set up, then start the service with the
 # embedded defaults) and `make test` (set up, then run the test suite).
 # Both install what they need. `make sample` parses the bundled sample with the CLI.
-.PHONY: run test sample bench
+.PHONY: run test test-fast sample bench
 
 run:
 	@scripts/run.sh
@@ -17,6 +17,13 @@ test:
 	@scripts/system-deps.sh
 	@scripts/setup.sh test,torch
 	.venv/bin/python -m pytest -q -n auto --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
+
+# The fast tier: every test that needs no OCR or region model (tests/conftest.py
+# MODEL_FILES lists the others), in a few minutes.
+test-fast:
+	@scripts/system-deps.sh
+	@scripts/setup.sh test,torch
+	.venv/bin/python -m pytest -q -n auto --dist loadfile --fast --durations=10 $(PYTEST_ARGS)
 
 bench:
 	@scripts/setup.sh test,torch

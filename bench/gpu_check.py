@@ -544,8 +544,11 @@ class Check:
         cancel = threading.Event()
         errors: list[BaseException] = []
 
+        start = threading.Barrier(len(seqs))  # every sequence joins before the first step, as far as threads allow
+
         def go(seq: Any) -> None:
             try:
+                start.wait(timeout=30)
                 scheduler.run(seq, cancel)
             except BaseException as exc:  # noqa: BLE001
                 errors.append(exc)

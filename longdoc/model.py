@@ -29,12 +29,14 @@ _UNWRITABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|[\ud800-\udfff]"
 
 
 def clean_text(text: str) -> str:
-    """``text`` without control characters; a lone surrogate becomes U+FFFD
-    (what an engine, a text layer or a plugin gives is never trusted to be
-    writable)."""
+    """``text`` with each control character and lone surrogate replaced by
+    U+FFFD, the replacement character (what an engine, a text layer or a
+    plugin gives is never trusted to be writable; a text layer's control
+    characters are glyphs it could not map, and the text-layer judge counts
+    them so)."""
     if not _UNWRITABLE.search(text):
         return text
-    return _UNWRITABLE.sub(lambda m: "\ufffd" if "\ud800" <= m.group() <= "\udfff" else "", text)
+    return _UNWRITABLE.sub("\ufffd", text)
 
 
 #: text as the document model holds it (:func:`clean_text`)

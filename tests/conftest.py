@@ -100,7 +100,61 @@ SLOW_FILES = (   # seconds each took in one process on 2 cores, 2026-12-03
 )
 
 
+# --- tiers --------------------------------------------------------------------------------
+
+#: test files that read pages with a real OCR or region model (RapidOCR,
+#: Tesseract, the layout model), in process or in a server they start:
+#: `make test` runs them, `make test-fast` (``pytest --fast``) does not.
+#: Everything else needs no model; in the fast tier a test that loads one
+#: anyway fails, naming this list.
+MODEL_FILES = (
+    "tests/client/", "tests/service/", "tests/worker/",
+    "tests/engines/test_backends.py", "tests/engines/test_cascade.py", "tests/engines/test_codes.py",
+    "tests/engines/test_openai_standin.py", "tests/engines/test_rapidocr_engine.py",
+    "tests/engines/test_symbol_runs.py", "tests/engines/test_tesseract_engine.py",
+    "tests/eval/test_devset.py", "tests/eval/test_layout_docs.py",
+    "tests/export/test_code_blocks.py", "tests/export/test_searchable_pdf.py",
+    "tests/layout/test_real_ocr.py",
+    "tests/pipeline/test_code_scans.py", "tests/pipeline/test_grid_tables.py", "tests/pipeline/test_hostile.py",
+    "tests/pipeline/test_manuals.py", "tests/pipeline/test_reading_quality.py", "tests/pipeline/test_resume.py",
+    "tests/pipeline/test_scans.py", "tests/pipeline/test_textlayer.py",
+    "tests/storage/test_checkpoint.py", "tests/test_cli.py",
+)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fast", action="store_true",
+                     help="the fast tier: only the tests that need no OCR or region model (MODEL_FILES are left out)")
+
+
+def _needs_models(nodeid: str) -> bool:
+    path = nodeid.split("::", 1)[0]
+    return any(path == f or (f.endswith("/") and path.startswith(f)) for f in MODEL_FILES)
+
+
+@pytest.fixture(autouse=True)
+def _no_models_in_the_fast_tier(request, monkeypatch):
+    """In the fast tier, loading an OCR or region model is a failure (the
+    test belongs in MODEL_FILES)."""
+    if not request.config.getoption("--fast"):
+        return
+
+    def refuse(*args, **kwargs):
+        pytest.fail(f"{request.node.nodeid} loads an OCR model: list its file in MODEL_FILES (tests/conftest.py)")
+
+    from longdoc.engines.rapidocr.engine import RapidOcrEngine
+    from longdoc.engines.tesseract import TesseractEngine
+    from longdoc.regions.detector import RegionDetector
+
+    for cls, method in ((RapidOcrEngine, "load"), (TesseractEngine, "load"), (RegionDetector, "analyze")):
+        monkeypatch.setattr(cls, method, refuse)
+
+
 def pytest_collection_modifyitems(config, items):
+    if config.getoption("--fast"):
+        kept = [item for item in items if not _needs_models(item.nodeid)]
+        config.hook.pytest_deselected(items=[item for item in items if _needs_models(item.nodeid)])
+        items[:] = kept
     rank = {path: i for i, path in enumerate(SLOW_FILES)}
 
     def key(indexed):

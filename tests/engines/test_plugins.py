@@ -82,6 +82,7 @@ def test_garbage_from_an_engine_never_reaches_the_outputs(tmp_path):
             text = path.read_bytes().decode("utf-8")  # valid UTF-8: no lone surrogate
             assert not any(ord(ch) < 0x20 and ch not in "\n\t\r\f" for ch in text), path.name
     assert "\\u0000" not in out.read_text(encoding="utf-8") and "\\ud800" not in out.read_text(encoding="utf-8")
+    assert "\ufffd[2J" in out.read_text(encoding="utf-8")  # what could not be written is marked, not hidden
 
 
 def test_a_plugin_that_cannot_be_loaded_is_a_config_error(tmp_path):
