@@ -44,6 +44,17 @@ class LocalStore:
         except OSError as exc:
             raise _storage_error(f"Cannot create the storage folder {self.root}", exc) from exc
 
+    def _folders(self, folder: Path) -> None:
+        """``folder`` and every folder between it and the root, each created
+        0700 (``mkdir(parents=True)`` gives the parents it makes the umask's mode)."""
+        missing = []
+        while folder != self.root and not folder.is_dir():
+            missing.append(folder)
+            folder = folder.parent
+        for path in reversed(missing):
+            with suppress(FileExistsError):
+                path.mkdir(mode=_DIR_MODE)
+
     def __repr__(self) -> str:
         return f"LocalStore({str(self.root)!r})"
 
@@ -79,7 +90,7 @@ class LocalStore:
         target = self._path(key)
         tmp = target.with_name(f"{_TMP_PREFIX}{uuid.uuid4().hex}")
         try:
-            target.parent.mkdir(parents=True, exist_ok=True, mode=_DIR_MODE)
+            self._folders(target.parent)
             f = os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _FILE_MODE), "wb")
         except OSError as exc:
             raise _storage_error(f"Cannot write object {key!r}", exc) from exc

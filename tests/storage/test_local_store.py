@@ -41,10 +41,7 @@ def test_the_root_objects_and_their_folders_are_private_whatever_the_umask(tmp_p
     finally:
         os.umask(old)
     modes = {str(p.relative_to(tmp_path)): stat.S_IMODE(p.stat().st_mode) for p in tmp_path.rglob("*")}
-    # folders between the root and an object's own folder come from mkdir(parents=True), which
-    # ignores the mode; the 0700 root keeps them out of reach all the same
-    del modes["root/tenants"]
-    assert modes == {"root": 0o700, "root/tenants/acme": 0o700,
+    assert modes == {"root": 0o700, "root/tenants": 0o700, "root/tenants/acme": 0o700,
                      "root/tenants/acme/a.json": 0o600, "root/tenants/acme/b.pdf": 0o600}
 
 
