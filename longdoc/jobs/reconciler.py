@@ -14,7 +14,9 @@ nothing to hand work to).
   once, without waiting for its lease (the embedded server killed and
   restarted);
 - a queued task sent more than ``queue.redeliver_after_seconds`` ago and
-  never started is sent again (its message was lost with the broker);
+  never started is sent again (its message was lost with the broker; not
+  with a transport that loses none, ``redeliver=False``: the embedded
+  server's pools read the rows themselves);
 - a queued or running job with no queued or running task (the API died
   between creating the job and sending it, a worker died between two
   steps, a job left by a version that ran jobs whole) gets its next tasks
@@ -54,8 +56,9 @@ class TaskReconciler:
     """Stale leases, lost messages, jobs with no task."""
 
     def __init__(self, settings: Settings, repo: JobRepo, tasks: TaskRepo, steps: TaskSteps,
-                 finisher: JobFinisher) -> None:
+                 finisher: JobFinisher, *, redeliver: bool = True) -> None:
         self.settings, self.repo, self.tasks, self.steps, self.finisher = settings, repo, tasks, steps, finisher
+        self.redeliver = redeliver
 
     def run_once(self, *, at_start: bool = False) -> dict[str, int]:
         """One pass; returns how many tasks it took back, resent, and jobs it
@@ -78,7 +81,7 @@ class TaskReconciler:
                 recovered.add(task.job_id)
                 log.info("job recovered after restart", extra={"job_id": task.job_id, "task": task.name})
         redeliver = timedelta(seconds=q.redeliver_after_seconds)
-        for task in self.tasks.unstarted(redeliver):
+        for task in self.tasks.unstarted(redeliver) if self.redeliver else []:
             if self.tasks.touch(task.job_id, task.name, older_than=redeliver):  # one reconciler resends it
                 self.steps.send_task(task.job_id, task.name, task.queue)
                 counts["resent"] += 1

@@ -89,7 +89,7 @@ from longdoc.plan import plan_groups
 from longdoc.storage import keys
 from longdoc.storage.base import ObjectStore
 from longdoc.storage.checkpoint import StoreCheckpoint
-from longdoc.storage.scratch import OriginalCache, ScratchDir
+from longdoc.storage.scratch import ScratchDir
 
 log = logging.getLogger("longdoc.jobs")
 
@@ -115,7 +115,7 @@ class TaskSteps:
         self.settings, self.repo, self.tasks, self.store = settings, repo, tasks, store
         self.pipeline, self.scratch, self.finisher = pipeline, scratch, finisher
         self.send, self.worker_id = send, worker_id
-        self.originals = OriginalCache(scratch.root / "originals")
+        self.originals = scratch.originals
         #: set when this process shuts down: running tasks go back to the queue at their next group
         self.stopping = threading.Event()
 
@@ -222,6 +222,7 @@ class TaskSteps:
             self.finisher.parsed(job, options, result, self.pipeline, _seconds_since(job.started_at), rss.peak)
         except IllegalTransition:  # ended twice (a redelivered message): the first one ended it
             log.info("job already finished", extra={"job_id": job.id})
+        self.originals.forget(job.id)  # the job ended: no task of it needs the copy here
 
     def _render(self, job: Job, index: int, control: Callable[[], None]) -> None:
         """Leave in the store what group ``index`` needs (see :mod:`longdoc.jobs.prepared`)."""
@@ -370,6 +371,7 @@ class TaskSteps:
         error = exc.to_dict() if hasattr(exc, "to_dict") else {"code": "internal_error"}
         self.tasks.finish(lease, failed=not isinstance(exc, JobCancelled), error=error)
         self.tasks.fail_open(job.id, error)
+        self.originals.forget(job.id)
         try:
             self.store.delete_prefix(keys.work_prefix(job.tenant, job.id))
         except LongdocError:

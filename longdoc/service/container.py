@@ -80,7 +80,7 @@ class Container:
         self.transport: InProcessTransport | None = None
         if self.embedded:
             self.transport = InProcessTransport(settings, self.tasks, self.jobs)
-            self.runtime = WorkerRuntime(settings, worker_id("embedded"), self.transport.send,
+            self.runtime = WorkerRuntime(settings, worker_id("embedded"), self.transport.send, redeliver=False,
                                          db_engine=self.db_engine, store=self.store, metrics=self.metrics,
                                          scratch_root=settings.service.work_dir)
             self.pipeline = self.runtime.pipeline

@@ -30,9 +30,11 @@ log = logging.getLogger("longdoc.worker")
 
 
 class WorkerRuntime:
-    """``send`` hands a queued task to the transport."""
+    """``send`` hands a queued task to the transport; ``redeliver``: whether
+    the transport can lose a message (a broker), so the reconciler sends a
+    task again that stayed queued too long."""
 
-    def __init__(self, settings: Settings, worker_id: str, send: Send, *, db_engine=None,
+    def __init__(self, settings: Settings, worker_id: str, send: Send, *, redeliver: bool = True, db_engine=None,
                  store: ObjectStore | None = None, metrics: Metrics | None = None,
                  scratch_root: str | Path | None = None) -> None:
         self.settings, self.worker_id = settings, worker_id
@@ -51,7 +53,8 @@ class WorkerRuntime:
         self.finisher = JobFinisher(settings, self.jobs, self.store, self.metrics, announce=self.announce)
         self.steps = TaskSteps(settings, self.jobs, self.tasks, self.store, self.pipeline, self.scratch,
                                self.finisher, send, worker_id)
-        self.reconciler = TaskReconciler(settings, self.jobs, self.tasks, self.steps, self.finisher)
+        self.reconciler = TaskReconciler(settings, self.jobs, self.tasks, self.steps, self.finisher,
+                                         redeliver=redeliver)
 
     def announce(self, job_id: str) -> None:
         announce(self.jobs, self.outbox, job_id)

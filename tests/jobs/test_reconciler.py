@@ -336,3 +336,14 @@ def test_a_job_left_by_the_whole_job_runner_gets_its_first_task_at_start(setting
     assert rec.run_once(at_start=True)["scheduled"] == 1
     assert fleet.sent == [(job, "ingest", "cpu", 0.0)]
     assert [(t.name, t.state) for t in tasks.of_job(job)] == [("ingest", "queued")]
+
+
+def test_with_a_transport_that_loses_nothing_no_queued_task_is_sent_again(settings, fleet, jobs, tasks, fake_clock):
+    """The embedded server's pools read the rows themselves: a task queued
+    long (waiting for room) is no lost message."""
+    rec = TaskReconciler(settings, jobs, tasks, fleet.steps, fleet.finisher, redeliver=False)
+    job = new_job(jobs, "long")
+    tasks.add(job, [("ingest", "cpu")])
+    fake_clock.advance(PAST_REDELIVER)
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0}
+    assert fleet.sent == []
