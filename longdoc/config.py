@@ -37,8 +37,14 @@ class _Section(BaseModel):
 class ServiceSettings(_Section):
     host: str = Field(default="127.0.0.1", description="address the HTTP service listens on")
     port: int = Field(default=8000, ge=1, le=65535, description="port the HTTP service listens on")
-    max_concurrency: int = Field(default=16, ge=1, description="jobs running at once")
-    timeout_seconds: int = Field(default=600, ge=1, description="per job, checked between groups")
+    max_concurrency: int = Field(default=16, ge=1, description="embedded: jobs running at once, at most "
+                                 "max_concurrency - 1 of them long (a short document always has room); the server's "
+                                 "pools: max_concurrency threads for short tasks, max_concurrency - 1 (at least "
+                                 "one) each for cpu and engine tasks")
+    timeout_seconds: int = Field(default=600, ge=1, description="a job's deadline: wall-clock seconds from its "
+                                 "start (its first task), whatever ran, waited or restarted in between; checked "
+                                 "when a task starts and between page groups, on both backends; past it the job "
+                                 "fails job_timeout")
     max_queued: int = Field(default=1000, ge=1, description="queued jobs, counted exactly; then submit answers 429 "
                             "queue_full")
     short_doc_pages: int = Field(default=16, ge=1, description="documents up to this many pages use the short lane")
@@ -56,8 +62,9 @@ class ServiceSettings(_Section):
                            "is never logged); false: plain text lines")
     work_dir: str = Field(default="./data/work", description="temporary copies of documents being parsed "
                           "(a private folder, 0700, never /tmp); emptied at start, a job's folder removed when it ends or is deleted")
-    max_attempts: int = Field(default=3, ge=1, description="times a job may be started by a process that then "
-                              "died; the next recovery fails it with too_many_attempts")
+    max_attempts: int = Field(default=3, ge=1, description="times one task of a job may be run by a worker "
+                              "that then went silent (died, hung, lost the database); that many takeovers fail "
+                              "the job with too_many_attempts (a shutdown's put-back does not count)")
     max_connections: int = Field(default=1000, ge=1, description="open HTTP connections; more are answered 503 "
                                  "and closed at once (also kept below the open-files limit)")
     max_connections_per_client: int = Field(default=100, ge=0, description="open connections per client "
@@ -282,17 +289,18 @@ class DatabaseSettings(_Section):
 
 
 class QueueSettings(_Section):
-    """Where jobs run: ``embedded`` (threads of the server process) or
-    ``celery`` (API replicas plus ``longdoc worker`` processes on a broker)."""
+    """Where jobs' tasks run: ``embedded`` (pools of threads in the server
+    process) or ``celery`` (API replicas plus ``longdoc worker`` processes on
+    a broker). The tasks, their records and their leases are the same."""
 
-    backend: Literal["embedded", "celery"] = Field(default="embedded", description="embedded: jobs run in the "
-                                                   "server process; celery: API replicas plus longdoc worker "
-                                                   "processes")
+    backend: Literal["embedded", "celery"] = Field(default="embedded", description="embedded: jobs' tasks run "
+                                                   "in pools of threads in the server process; celery: API "
+                                                   "replicas plus longdoc worker processes")
     broker_url: str | None = Field(default=None, description="celery (needed there): the broker, e.g. "
                                    "redis://127.0.0.1:6379/0 or amqp://guest:guest@127.0.0.1:5672//")
-    lease_seconds: float = Field(default=60.0, ge=1.0, description="a running job or task whose heartbeat is older "
-                                 "than this is taken back and run again from its last checkpointed group (its "
-                                 "worker heartbeats every third of it)")
+    lease_seconds: float = Field(default=60.0, ge=1.0, description="a running task whose heartbeat is older than "
+                                 "this is taken back and run again from its last checkpointed group (its worker "
+                                 "heartbeats every third of it)")
     redeliver_after_seconds: float = Field(default=120.0, ge=1.0, description="celery: a task queued this long "
                                            "without starting is sent again (its message was lost, e.g. the broker "
                                            "restarted); a second copy is harmless")
@@ -300,11 +308,11 @@ class QueueSettings(_Section):
                                               "for stale leases and lost tasks")
     task_time_limit_seconds: int = Field(default=3600, ge=10, description="celery: hard limit of one task (one "
                                          "page group, ingest or assemble); the worker process is replaced past it")
-    task_retries: int = Field(default=8, ge=0, description="celery: times a task is retried after a transient "
+    task_retries: int = Field(default=8, ge=0, description="times a task is retried after a transient "
                               "fault (database, store or broker unreachable), with exponential backoff from 2 s "
                               "(8 retries ride out ~8 minutes of outage)")
-    render_ahead_groups: int = Field(default=4, ge=1, description="celery: page groups of one document rendered "
-                                     "(on cpu workers, into the store) ahead of the engine workers; bounds the "
+    render_ahead_groups: int = Field(default=4, ge=1, description="page groups of one document rendered "
+                                     "(by cpu tasks, into the store) ahead of the engine tasks; bounds the "
                                      "rendered images a document keeps in the store at once")
     worker_metrics_port: int | None = Field(default=None, ge=1, le=65535, description="celery: each worker "
                                             "process serves its own Prometheus metrics (pages, stage seconds, "

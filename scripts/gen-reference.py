@@ -273,7 +273,7 @@ def metric_registries() -> dict[str, list[tuple[str, str, tuple[str, ...], str]]
                     out[label] = _families(container.metrics.registry)
                 finally:
                     container.stop()
-            runtime = WorkerRuntime(settings(Path(tmp) / "worker", "celery"), "docs:0:reference")
+            runtime = WorkerRuntime(settings(Path(tmp) / "worker", "celery"), "docs:0:reference", lambda *a, **k: None)
             try:
                 out["fleet worker"] = _families(runtime.metrics.registry)
             finally:

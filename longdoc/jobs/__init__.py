@@ -1,1 +1,1 @@
-"""Jobs: database records, job states, repositories, runner and dispatch."""
+"""Jobs: database records, job states, repositories, task steps, reconciler and dispatch."""

@@ -1,13 +1,14 @@
-"""Leases: who runs a job or a task, and how the others know it is alive.
+"""Leases: who runs a task, and how the others know it is alive.
 
-A run holds its record (a ``jobs`` row in embedded mode, a ``job_tasks``
-row on the Celery fleet) under a worker id and refreshes ``heartbeat_at``
-from a :class:`Heartbeat` thread every third of ``queue.lease_seconds``.
-A record whose heartbeat is older than the lease belongs to a worker that
-died (or hangs, or lost the database): the reconciler takes it back and
-queues it again from its last checkpointed group. The run that lost it
-notices at its next heartbeat (the compare-and-set finds another lease or
-state) and stops without writing anything more.
+A run holds its task's ``job_tasks`` row (on the fleet and in the embedded
+server alike) under a worker id and a lease token, and refreshes
+``heartbeat_at`` from a :class:`Heartbeat` thread every third of
+``queue.lease_seconds``. A task whose heartbeat is older than the lease
+belongs to a worker that died (or hangs, or lost the database): the
+reconciler takes it back and queues it again from its last checkpointed
+group. The run that lost it notices at its next heartbeat (the
+compare-and-set finds another lease or state) and stops without writing
+anything more.
 
 Worker ids are ``role:host:pid:token``, the token new in every process, so
 a process can tell that a record names a dead predecessor on its own host

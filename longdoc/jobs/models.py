@@ -132,9 +132,8 @@ class Job(Base):
     engine_version: Mapped[str | None] = mapped_column(String(255))
     timings: Mapped[dict[str, Any]] = mapped_column(default=dict)
     peak_rss_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    #: the most times one of its tasks was run again (a dead worker, a shutdown, a transient fault)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
-    #: times the job was found running after its process died (the attempt cap counts these)
-    recoveries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     #: bytes stored for the job (original, then checkpoint and exports): the tenant quota sums these
     stored_bytes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -143,8 +142,6 @@ class Job(Base):
     finished_at: Mapped[datetime | None]
     expires_at: Mapped[datetime | None]
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
-    worker_id: Mapped[str | None] = mapped_column(String(128))
-    heartbeat_at: Mapped[datetime | None]
 
 
 class JobPage(Base):
@@ -176,9 +173,10 @@ class WebhookDelivery(Base):
 
 
 class JobTask(Base):
-    """One unit of a job's work on the Celery fleet (``ingest``, ``group:000003``,
-    ``assemble``): the database's record of it, so a lost message or a dead
-    worker is found and the task sent again.
+    """One unit of a job's work (``whole``, ``ingest``, ``render:000003``,
+    ``group:000003``, ``assemble``), on the fleet or in the embedded server:
+    the database's record of it, so a lost message or a dead worker is
+    found and the task run again.
 
     ``state``: queued → running → done (or failed). ``lease`` is the token of
     the run that holds it; a run whose lease was taken back (its heartbeat

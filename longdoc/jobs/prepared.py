@@ -1,5 +1,5 @@
-"""A page group prepared on a CPU worker, so the engine worker never opens
-the document: the fleet's render stage.
+"""A page group prepared by a cpu task, so the engine task never opens
+the document: the render stage of a long job's tasks.
 
 A ``render:N`` task (cpu queue) opens the document in its sandbox and
 writes what group N's engine task will ask of it, under the job's

@@ -41,7 +41,8 @@ class JobPublic(BaseModel):
     engine_version: str | None = None
     timings: dict[str, float] = Field(default_factory=dict)
     peak_rss_bytes: int | None = None
-    attempts: int = 0
+    attempts: int = Field(default=0, description="times the job's work was taken up again after an interruption "
+                          "(a restart, a dead worker, a transient fault): the most any one of its tasks was rerun")
     cancel_requested: bool = Field(default=False, description="a cancel was asked; the job stops after its current group")
     error: dict[str, Any] | None = None
     links: JobLinks

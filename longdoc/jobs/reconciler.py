@@ -1,28 +1,29 @@
-"""Reconcilers: the database is the source of truth, so work that a dead
+"""The reconciler: the database is the source of truth, so work that a dead
 worker, a lost message or a restarted broker dropped is found there and
-run again from its last checkpointed group.
-
-Embedded (:class:`JobReconciler`, jobs run whole in one process): a
-running job whose heartbeat is older than ``queue.lease_seconds`` (or
-whose worker id names a dead process of this host) goes back to the queue,
-or fails with ``too_many_attempts`` on its ``service.max_attempts``-th
-death.
-
-Fleet (:class:`TaskReconciler`, jobs run as tasks on Celery workers):
+run again from its last checkpointed group. One for both backends: the
+fleet runs one in every worker process, the embedded server one in its
+own process (the fleet's API runs none: with no worker alive there is
+nothing to hand work to).
 
 - a running task whose heartbeat went stale is taken back and sent again
   (the job fails with ``too_many_attempts`` when this would be that task's
-  ``service.max_attempts``-th silent worker: it is what kills them);
+  ``service.max_attempts``-th silent worker: it is what kills them; a job
+  whose cancel was requested ends cancelled instead);
+- at start (:meth:`TaskReconciler.run_once` with ``at_start``), a running
+  task whose worker id names a dead process of this host is taken back at
+  once, without waiting for its lease (the embedded server killed and
+  restarted);
 - a queued task sent more than ``queue.redeliver_after_seconds`` ago and
-  never started is sent again (its message was lost with the broker);
+  never started is sent again (its message was lost with the broker; not
+  with a transport that loses none, ``redeliver=False``: the embedded
+  server's pools read the rows themselves);
 - a queued or running job with no queued or running task (the API died
   between creating the job and sending it, a worker died between two
-  steps) gets its next tasks from :meth:`FleetSteps.schedule`.
+  steps, a job left by a version that ran jobs whole) gets its next tasks
+  from :meth:`TaskSteps.schedule`.
 
 Every move is a compare-and-set, and a second copy of a message starts
-nothing, so any number of reconcilers may run at once: the fleet runs one
-in every worker process (the API runs none: with no worker alive there is
-nothing to hand work to).
+nothing, so any number of reconcilers may run at once.
 """
 
 from __future__ import annotations
@@ -34,13 +35,13 @@ from datetime import timedelta
 
 from longdoc.config import Settings
 from longdoc.errors import TooManyAttempts
+from longdoc.jobs.finisher import JobFinisher
 from longdoc.jobs.lease import dead_on_this_host
-from longdoc.jobs.models import Job
+from longdoc.jobs.models import JobTask
 from longdoc.jobs.repo import JobRepo
-from longdoc.jobs.runner import JobFinisher
 from longdoc.jobs.states import IllegalTransition, JobState
-from longdoc.jobs.steps import FleetSteps, queue_for
-from longdoc.jobs.task_repo import TaskRepo
+from longdoc.jobs.steps import TaskSteps
+from longdoc.jobs.task_repo import TaskRepo, queue_for
 
 log = logging.getLogger("longdoc.reconciler")
 
@@ -51,77 +52,72 @@ def too_many_attempts(settings: Settings) -> dict:
                            attempts=n).to_dict()
 
 
-class JobReconciler:
-    """Embedded backend: stale running jobs back to the queue."""
-
-    def __init__(self, settings: Settings, repo: JobRepo, submit: Callable[[Job], None],
-                 announce: Callable[[str], None]) -> None:
-        self.settings, self.repo, self.submit, self.announce = settings, repo, submit, announce
-
-    def run_once(self, *, at_start: bool = False) -> int:
-        """Recover what is stale (at start also what names a dead process
-        of this host, without waiting for its lease); returns how many."""
-        lease = timedelta(seconds=self.settings.queue.lease_seconds)
-        stale = set(self.repo.interrupted(lease))
-        if at_start:
-            stale |= {j for j in self.repo.running_ids() if dead_on_this_host(_owner(self.repo, j))}
-        for job_id in sorted(stale):
-            self._recover(job_id, "job recovered after restart" if at_start else "job recovered after its lease ran out")
-        return len(stale)
-
-    def _recover(self, job_id: str, why: str) -> None:
-        job = self.repo.recover(job_id, self.settings.service.max_attempts, too_many_attempts(self.settings))
-        if job is None:
-            return
-        log.info(why, extra={"job_id": job_id, "state": job.state, "recoveries": job.recoveries})
-        if JobState(job.state).terminal:
-            self.announce(job_id)
-        elif job.state == JobState.QUEUED.value:
-            self.submit(job)
-
-
 class TaskReconciler:
-    """Fleet backend: stale leases, lost messages, jobs with no task."""
+    """Stale leases, lost messages, jobs with no task."""
 
-    def __init__(self, settings: Settings, repo: JobRepo, tasks: TaskRepo, steps: FleetSteps,
-                 finisher: JobFinisher) -> None:
+    def __init__(self, settings: Settings, repo: JobRepo, tasks: TaskRepo, steps: TaskSteps,
+                 finisher: JobFinisher, *, redeliver: bool = True) -> None:
         self.settings, self.repo, self.tasks, self.steps, self.finisher = settings, repo, tasks, steps, finisher
+        self.redeliver = redeliver
 
-    def run_once(self) -> dict[str, int]:
-        """One pass; returns how many tasks it took back, resent, and jobs it scheduled."""
+    def run_once(self, *, at_start: bool = False) -> dict[str, int]:
+        """One pass; returns how many tasks it took back, resent, and jobs it
+        scheduled. ``at_start``: also take back at once the tasks of dead
+        processes of this host, and schedule jobs with no task without
+        waiting for their grace (this process just started: nothing of its
+        own is between two steps)."""
         q = self.settings.queue
         counts = {"taken_back": 0, "resent": 0, "scheduled": 0}
-        for task in self.tasks.stale(timedelta(seconds=q.lease_seconds)):
-            counts["taken_back"] += self._take_back(task)
+        stale = self.tasks.stale(timedelta(seconds=q.lease_seconds))
+        if at_start:
+            seen = {(t.job_id, t.name) for t in stale}
+            stale += [t for t in self.tasks.running() if (t.job_id, t.name) not in seen
+                      and dead_on_this_host(t.worker_id)]
+        recovered: set[str] = set()
+        for task in stale:
+            taken = self._take_back(task)
+            counts["taken_back"] += taken
+            if taken and at_start and task.job_id not in recovered:
+                recovered.add(task.job_id)
+                log.info("job recovered after restart", extra={"job_id": task.job_id, "task": task.name})
         redeliver = timedelta(seconds=q.redeliver_after_seconds)
-        for task in self.tasks.unstarted(redeliver):
+        for task in self.tasks.unstarted(redeliver) if self.redeliver else []:
             if self.tasks.touch(task.job_id, task.name, older_than=redeliver):  # one reconciler resends it
                 self.steps.send_task(task.job_id, task.name, task.queue)
                 counts["resent"] += 1
-        for job in self.tasks.jobs_without_open_tasks(timedelta(seconds=q.lease_seconds)):
+        grace = timedelta(0) if at_start else timedelta(seconds=q.lease_seconds)
+        for job in self.tasks.jobs_without_open_tasks(grace):
             counts["scheduled"] += len(self.steps.schedule(job))
         if any(counts.values()):
             log.info("reconciled", extra=counts)
         return counts
 
-    def _take_back(self, task) -> int:
+    def _take_back(self, task: JobTask) -> int:
         job = self.repo.get_any(task.job_id)
         if job is None:
             return 0
+        if job.state == JobState.RUNNING.value and job.cancel_requested:
+            return self._end(job, task, JobState.CANCELLED, None)
         if task.takeovers + 1 >= self.settings.service.max_attempts and job.state == JobState.RUNNING.value:
-            error = too_many_attempts(self.settings)
-            try:
-                self.finisher.finish(job, JobState.FAILED, 0.0, 0, error=error)
-            except IllegalTransition:
-                pass
-            self.tasks.fail_open(job.id, error)
-            return 0
+            return self._end(job, task, JobState.FAILED, too_many_attempts(self.settings))
         if not self.tasks.take_back(task):
             return 0
         log.warning("task taken back from a silent worker", extra={
             "job_id": task.job_id, "task": task.name, "worker": task.worker_id, "takeovers": task.takeovers + 1})
-        self.steps.send_task(task.job_id, task.name, queue_for(job, task.name))
+        self.steps.send_task(task.job_id, task.name, queue_for(job.lane, task.name))
         return 1
+
+    def _end(self, job, task: JobTask, state: JobState, error: dict | None) -> int:
+        """End the job of a silent task (cancelled as asked, or failed: its
+        workers keep dying) and close its open tasks."""
+        try:
+            self.finisher.finish(job, state, 0.0, 0, error=error)
+        except IllegalTransition:
+            pass
+        self.tasks.fail_open(job.id, error or {"code": "job_cancelled"})
+        log.warning("job ended with a silent task", extra={"job_id": job.id, "task": task.name,
+                                                            "state": state.value})
+        return 0
 
 
 class Loop:
@@ -148,8 +144,3 @@ class Loop:
                 self.step()
             except Exception:
                 log.exception("background pass failed", extra={"loop": self._thread.name})
-
-
-def _owner(repo: JobRepo, job_id: str) -> str | None:
-    job = repo.get_any(job_id)
-    return job.worker_id if job is not None else None

@@ -155,10 +155,6 @@ class KeyRepo(_Repo):
 # --- jobs -------------------------------------------------------------------------
 
 
-class _CancelRequested(Exception):
-    """Internal: a requeue found a cancel request and must cancel instead."""
-
-
 class Reused(str, Enum):
     """Why :meth:`JobRepo.create` returned an existing job instead of a new one."""
 
@@ -236,7 +232,7 @@ class JobRepo(_Repo):
                     size_bytes=size_bytes, sha256=sha256, options=options, options_hash=options_hash,
                     idempotency_key=idempotency_key, callback_url=callback_url, pages_total=pages_total,
                     pages_done=0, failed_pages=[], timings={}, attempts=0, cancel_requested=False,
-                    created_at=now, queued_at=now, recoveries=0, stored_bytes=size_bytes,
+                    created_at=now, queued_at=now, stored_bytes=size_bytes,
                 )
                 s.add(job)
         except IntegrityError:
@@ -335,18 +331,11 @@ class JobRepo(_Repo):
         with self._tx() as s:
             return int(s.scalar(select(func.count()).select_from(Job).where(Job.state == JobState.QUEUED.value)) or 0)
 
-    def queued_ids(self, lane: str | None = None) -> list[str]:
-        """Ids of queued jobs in dispatch order (optionally of one lane)."""
-        query = select(Job.id).where(Job.state == JobState.QUEUED.value)
-        if lane is not None:
-            query = query.where(Job.lane == lane)
-        query = query.order_by(Job.priority.desc(), Job.queued_at, Job.id)
+    def running_lanes(self) -> dict[str, str]:
+        """``{job id: lane}`` of the running jobs (what the embedded server's
+        admission counts against ``service.max_concurrency``)."""
         with self._tx() as s:
-            return list(s.scalars(query))
-
-    def running_ids(self) -> list[str]:
-        with self._tx() as s:
-            return list(s.scalars(select(Job.id).where(Job.state == JobState.RUNNING.value).order_by(Job.started_at)))
+            return dict(s.execute(select(Job.id, Job.lane).where(Job.state == JobState.RUNNING.value)).all())
 
     def queue_depth_by_lane(self) -> dict[str, int]:
         """Queued jobs per lane, every lane present."""
@@ -374,17 +363,18 @@ class JobRepo(_Repo):
 
     # -- running ----------------------------------------------------------------
 
-    def start(self, job_id: str, worker_id: str) -> Job | None:
-        """queued → running for ``worker_id``, only if the job is still
-        queued and no cancel was requested; None otherwise. Atomic: of two
-        workers starting the same job, exactly one gets it."""
+    def start(self, job_id: str) -> Job | None:
+        """queued → running, only if the job is still queued and no cancel
+        was requested; None otherwise. Atomic: of two tasks starting the
+        same job, exactly one gets it. ``started_at`` is set once, at the
+        first start (the job's deadline counts from it)."""
         check_transition(JobState.QUEUED, JobState.RUNNING)
         now = self._now()
         with self._tx() as s:
             result = s.execute(
                 update(Job)
                 .where(Job.id == job_id, Job.state == JobState.QUEUED.value, Job.cancel_requested.is_(False))
-                .values(state=JobState.RUNNING.value, worker_id=worker_id, heartbeat_at=now,
+                .values(state=JobState.RUNNING.value,
                         started_at=func.coalesce(Job.started_at, literal(now, UTCDateTime())))
                 .execution_options(synchronize_session=False)
             )
@@ -392,27 +382,14 @@ class JobRepo(_Repo):
                 return None
             return s.get(Job, job_id, populate_existing=True)
 
-    def heartbeat(self, job_id: str, worker_id: str | None = None) -> bool:
-        """Record that the job's worker is alive; False when it is no longer
-        running (or, with ``worker_id``, no longer run by that worker: its
-        lease was taken back)."""
+    def count_attempt(self, job_id: str, attempts: int) -> None:
+        """Record that one of the job's tasks is being run for the
+        ``attempts + 1``-th time (after a dead worker, a shutdown or a
+        transient fault): ``attempts`` is the most any of its tasks was run
+        again."""
         with self._tx() as s:
-            where = [Job.id == job_id, Job.state == JobState.RUNNING.value]
-            if worker_id is not None:
-                where.append(Job.worker_id == worker_id)
-            result = s.execute(update(Job).where(*where).values(heartbeat_at=self._now())
-                               .execution_options(synchronize_session=False))
-            return result.rowcount == 1
-
-    def continue_running(self, job_id: str, worker_id: str) -> Job | None:
-        """The job, started now if it is queued (queued → running) or as it
-        is if already running (a fleet task of a started job); None when it
-        is finished, cancelled or missing."""
-        job = self.start(job_id, worker_id)
-        if job is not None:
-            return job
-        job = self.get_any(job_id)
-        return job if job is not None and job.state == JobState.RUNNING.value else None
+            s.execute(update(Job).where(Job.id == job_id, Job.attempts < attempts).values(attempts=attempts)
+                      .execution_options(synchronize_session=False))
 
     def set_total(self, job_id: str, pages_total: int) -> bool:
         """Record how many pages the running job will produce."""
@@ -477,39 +454,9 @@ class JobRepo(_Repo):
             values["expires_at"] = now + self.retention if self.retention is not None else None
         return values
 
-    def requeue(self, job_id: str) -> Job | None:
-        """running → queued (interrupted: shutdown, crash, lost worker),
-        attempts + 1, keeping its place in the queue. A job whose cancel was
-        requested ends cancelled instead."""
-        try:
-            return self._transition(job_id, JobState.QUEUED, {
-                "attempts": Job.attempts + 1, "worker_id": None, "heartbeat_at": None,
-            }, no_cancel_request=True)
-        except _CancelRequested:
-            return self.finish(job_id, JobState.CANCELLED)
-
-    def recover(self, job_id: str, max_attempts: int, error: dict[str, Any]) -> Job | None:
-        """A job found running whose process died: back to the queue (as
-        :meth:`requeue`, counting a recovery), or, when this was its
-        ``max_attempts``-th start to die, failed with ``error``. A job
-        whose cancel was requested ends cancelled."""
-        job = self.get_any(job_id)
-        if job is None or job.state != JobState.RUNNING.value:
-            return job
-        if (job.recoveries or 0) + 1 >= max_attempts:
-            return self._transition(job_id, JobState.FAILED, self._finish_values({"error": error}) | {
-                "recoveries": Job.recoveries + 1, "worker_id": None}, only_from=JobState.RUNNING)
-        try:
-            return self._transition(job_id, JobState.QUEUED, {
-                "attempts": Job.attempts + 1, "recoveries": Job.recoveries + 1, "worker_id": None,
-                "heartbeat_at": None,
-            }, no_cancel_request=True)
-        except _CancelRequested:
-            return self.finish(job_id, JobState.CANCELLED)
-
     def request_cancel(self, job_id: str) -> Job | None:
         """Cancel: a queued job becomes cancelled at once; a running one gets
-        ``cancel_requested`` (its runner stops between groups and finishes it
+        ``cancel_requested`` (its running task stops between groups and finishes it
         cancelled); a finished one is returned unchanged. None when missing."""
         for _ in range(_CAS_TRIES):
             job = self.get_any(job_id)
@@ -520,21 +467,10 @@ class JobRepo(_Repo):
                     return self._transition(job_id, JobState.CANCELLED, self._finish_values({}),
                                             only_from=JobState.QUEUED)
                 except IllegalTransition:
-                    continue  # it started meanwhile: request it from the runner
+                    continue  # it started meanwhile: request it from its task
             if self._update_running(job_id, cancel_requested=True):
                 return self.get_any(job_id)
         raise IllegalTransition(f"job {job_id} kept changing state while being cancelled")
-
-    def interrupted(self, stale_after: timedelta, *, now: datetime | None = None) -> list[str]:
-        """Running jobs whose last heartbeat is older than ``stale_after``
-        (their worker died); recovery calls :meth:`requeue` on each."""
-        cutoff = (now or self._now()) - stale_after
-        query = select(Job.id).where(
-            Job.state == JobState.RUNNING.value,
-            or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < cutoff),
-        ).order_by(Job.heartbeat_at)
-        with self._tx() as s:
-            return list(s.scalars(query))
 
     def expire_due(self, now: datetime | None = None) -> list[Job]:
         """Finished jobs whose ``expires_at`` has passed become expired;
@@ -563,13 +499,12 @@ class JobRepo(_Repo):
             return s.execute(delete(Job).where(Job.id == job_id)).rowcount == 1
 
     def _transition(self, job_id: str, new: JobState, values: dict[str, Any], *,
-                    only_from: JobState | None = None, no_cancel_request: bool = False) -> Job | None:
+                    only_from: JobState | None = None) -> Job | None:
         """Compare-and-set ``state → new`` plus ``values``; re-reads and
         re-checks when another process changed the row in between. None
         when there is no such job. Raises IllegalTransition when the move is
         not allowed from the current state, or the state is not
-        ``only_from``; ``no_cancel_request`` makes a requested cancel a
-        change that forces the re-read."""
+        ``only_from``."""
         for _ in range(_CAS_TRIES):
             with self._tx() as s:
                 job = s.get(Job, job_id)
@@ -580,10 +515,6 @@ class JobRepo(_Repo):
                     raise IllegalTransition(f"job is {old.value}, not {only_from.value}")
                 check_transition(old, new)
                 where = [Job.id == job_id, Job.state == old.value]
-                if no_cancel_request:
-                    if job.cancel_requested:
-                        raise _CancelRequested
-                    where.append(Job.cancel_requested.is_(False))
                 result = s.execute(
                     update(Job).where(*where).values(state=new.value, **values)
                     .execution_options(synchronize_session=False)

@@ -3,12 +3,14 @@
 ::
 
     queued ──► running ──► succeeded | partial | failed
-      │  ▲        │
-      │  └────────┘ (interrupted: restart or SIGTERM puts it back in the queue)
-      └──────────────► cancelled          (cancel before or while running)
+      │           │
+      └───────────┴──► cancelled          (cancel before or while running)
     succeeded | partial | failed | cancelled ──► expired   (retention elapsed)
 
-Terminal states are never left except for ``expired``.
+A running job that is interrupted (its worker died, the server shut down)
+stays running: its task goes back to the queue (:mod:`longdoc.jobs.task_repo`)
+and resumes from the checkpoint. Terminal states are never left except for
+``expired``.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ WITH_RESULTS = frozenset({JobState.SUCCEEDED, JobState.PARTIAL})
 
 ALLOWED: dict[JobState, frozenset[JobState]] = {
     JobState.QUEUED: frozenset({JobState.RUNNING, JobState.CANCELLED, JobState.FAILED}),
-    JobState.RUNNING: frozenset({JobState.QUEUED, JobState.SUCCEEDED, JobState.PARTIAL, JobState.FAILED, JobState.CANCELLED}),
+    JobState.RUNNING: frozenset({JobState.SUCCEEDED, JobState.PARTIAL, JobState.FAILED, JobState.CANCELLED}),
     JobState.SUCCEEDED: frozenset({JobState.EXPIRED}),
     JobState.PARTIAL: frozenset({JobState.EXPIRED}),
     JobState.FAILED: frozenset({JobState.EXPIRED}),

@@ -1,13 +1,14 @@
-"""A job on the fleet, one task at a time: ingest, page groups, assemble.
-
-The same pipeline as one process runs (:mod:`longdoc.pipeline.run`), cut
-at its stage boundaries so page groups spread over many workers::
+"""A job, one task at a time: the one way jobs run, on the Celery fleet
+and in the embedded server alike (there the queues are served by pools of
+threads in the server process: :mod:`longdoc.worker.inprocess`)::
 
     ingest (cpu) ──► render:000000 (cpu) ──► group:000000 (engine) ┐
                      render:000001       ──► group:000001          ├──► assemble (cpu) ──► webhook outbox
                      …                                            ┘
 
-A render task opens the document in its sandbox and leaves in the store
+The same pipeline as one process runs (:mod:`longdoc.pipeline.run`), cut
+at its stage boundaries so page groups can spread over many workers. A
+render task opens the document in its sandbox and leaves in the store
 what its group needs (sizes, text layers, page images:
 :mod:`longdoc.jobs.prepared`); the group task recognizes, lays out and
 checkpoints from that, so engine workers (GPU machines) never open a
@@ -20,15 +21,18 @@ Documents up to ``service.short_doc_pages`` run as one task, ``whole``, on
 the ``short`` queue: they never wait behind long ones, and a page or two
 does not pay for three tasks.
 
-:meth:`FleetSteps.run` is what a worker calls with a message's
-``(job_id, name)``. It starts the task only if its row is queued (a message
-delivered twice runs once), holds the task's lease with a heartbeat, and
-stops when the lease is lost, the job is cancelled or past its time.
-Results go to the job's checkpoint in the object store, page by page and
-keyed by page number, so a group run twice writes the same objects again
-and never duplicates a page. What comes next is decided from the database
-and the checkpoint alone (:meth:`FleetSteps.schedule`), which is also what
-the reconciler calls for a job whose tasks were lost.
+:meth:`TaskSteps.run` is what a worker calls with ``(job_id, name)``. It
+starts the task only if its row is queued (a message delivered twice runs
+once), holds the task's lease with a heartbeat, and stops between groups
+when the lease is lost, the job is cancelled, the job is past its
+deadline (``service.timeout_seconds`` from the job's start) or this
+process is shutting down (:attr:`TaskSteps.stopping`: the task goes back to
+the queue, its finished groups checkpointed). Results go to the job's
+checkpoint in the object store, page by page and keyed by page number, so
+a group run twice writes the same objects again and never duplicates a
+page. What comes next is decided from the database and the checkpoint
+alone (:meth:`TaskSteps.schedule`), which is also what the reconciler
+calls for a job whose tasks were lost.
 
 Faults: a transient one (database, store or broker unreachable) puts the
 task back in the queue to be sent again after a backoff, up to
@@ -39,8 +43,9 @@ cancel, a timeout) end the job as one process would.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from longdoc.config import Settings
@@ -52,13 +57,14 @@ from longdoc.errors import (
     LeaseLost,
     LongdocError,
     ObjectNotFound,
+    ShuttingDown,
     StorageError,
 )
 from longdoc.ingest import parse_page_range
+from longdoc.jobs.finisher import JobFinisher, JobProgress, PeakRss, fetch_original, job_options
 from longdoc.jobs.lease import Heartbeat
 from longdoc.jobs.models import Job
 from longdoc.jobs.repo import JobRepo
-from longdoc.jobs.runner import JobFinisher, JobProgress, PeakRss, fetch_original, job_options
 from longdoc.jobs.states import IllegalTransition, JobState
 from longdoc.jobs.task_repo import (
     ASSEMBLE,
@@ -72,6 +78,7 @@ from longdoc.jobs.task_repo import (
     first_task,
     group_index,
     group_task,
+    queue_for,
     render_index,
     render_task,
 )
@@ -82,20 +89,14 @@ from longdoc.plan import plan_groups
 from longdoc.storage import keys
 from longdoc.storage.base import ObjectStore
 from longdoc.storage.checkpoint import StoreCheckpoint
-from longdoc.storage.scratch import OriginalCache, ScratchDir
+from longdoc.storage.scratch import ScratchDir
 
 log = logging.getLogger("longdoc.jobs")
 
-#: ``send(job_id, task name, queue, countdown_s)``: put a task's message on the broker
+#: ``send(job_id, task name, queue, countdown_s)``: hand a queued task to the
+#: transport (the broker, or the embedded server's pools)
 Send = Callable[[str, str, str, float], None]
 TRANSIENT = (DatabaseUnavailable, StorageError, BrokerUnavailable)
-
-
-def queue_for(job: Job, name: str) -> str:
-    """The queue a task of ``job`` goes to."""
-    if job.lane == "short":
-        return "short"
-    return "engine" if group_index(name) is not None else "cpu"
 
 
 def _ahead(names: list[str], rows: dict[str, str], limit: int) -> list[str]:
@@ -108,35 +109,52 @@ def _ahead(names: list[str], rows: dict[str, str], limit: int) -> list[str]:
     return fresh[:max(0, limit - waiting)]
 
 
-class FleetSteps:
+class TaskSteps:
     def __init__(self, settings: Settings, repo: JobRepo, tasks: TaskRepo, store: ObjectStore, pipeline: Pipeline,
                  scratch: ScratchDir, finisher: JobFinisher, send: Send, worker_id: str) -> None:
         self.settings, self.repo, self.tasks, self.store = settings, repo, tasks, store
         self.pipeline, self.scratch, self.finisher = pipeline, scratch, finisher
         self.send, self.worker_id = send, worker_id
-        self.originals = OriginalCache(scratch.root / "originals")
+        self.originals = scratch.originals
+        #: set when this process shuts down: running tasks go back to the queue at their next group
+        self.stopping = threading.Event()
 
     # -- one task -------------------------------------------------------------------
 
     def run(self, job_id: str, name: str) -> str:
         """Run the task ``name`` of ``job_id`` if it is queued; returns what
-        happened (``done``, ``skipped``, ``retry``, ``failed``, ``lost``)."""
+        happened (``done``, ``skipped``, ``retry``, ``failed``, ``lost``,
+        ``stopped``: back in the queue for a shutdown)."""
         lease = self.tasks.start(job_id, name, self.worker_id)
         if lease is None:
             return "skipped"
-        starts = name in (INGEST, WHOLE)
-        job = self.repo.continue_running(job_id, self.worker_id) if starts else self.repo.get_any(job_id)
+        return self.run_started(lease)
+
+    def run_started(self, lease: Lease) -> str:
+        """Run a task this process just started (took its lease): what
+        :meth:`run` does after the start, for a transport that starts the
+        tasks it picks itself (the embedded server's pools)."""
+        job_id, name = lease.job_id, lease.name
+        job = self.repo.start(job_id) if name in (INGEST, WHOLE) else None  # a first task starts its job
+        if job is not None:
+            log.info("job started", extra={"job_id": job_id, "tenant": job.tenant, "lane": job.lane})
+        else:
+            job = self.repo.get_any(job_id)
         if job is None or job.state != JobState.RUNNING.value:
             self.tasks.finish(lease)
             return "skipped"
+        if lease.attempt > 1:
+            self.repo.count_attempt(job_id, lease.attempt - 1)
         rss = PeakRss()
-        beat = Heartbeat(lambda: self._beat(lease), self.settings.queue.lease_seconds / 3)
+        beat = Heartbeat(lambda: self.tasks.heartbeat(lease), self.settings.queue.lease_seconds / 3)
         try:
             with beat:
                 self._step(job, name, lambda: self._control(job, beat, rss), rss)
         except LeaseLost:
             log.warning("task lease lost; another worker runs it", extra={"job_id": job_id, "task": name})
             return "lost"
+        except ShuttingDown:
+            return self._put_back(job, lease)
         except TRANSIENT as exc:
             return self._transient(job, lease, exc)
         except BaseException as exc:  # the job's own end: cancelled, bad input, timeout, a crash
@@ -163,20 +181,19 @@ class FleetSteps:
         else:
             raise ValueError(f"unknown task {name!r}")
 
-    def _beat(self, lease: Lease) -> bool:
-        ok = self.tasks.heartbeat(lease)
-        if ok:
-            self.repo.heartbeat(lease.job_id)
-        return ok
-
     def _control(self, job: Job, beat: Heartbeat, rss: PeakRss) -> None:
+        """Called when a task starts its work and between page groups: raise
+        to stop here (everything done so far is checkpointed)."""
         rss.sample()
         if beat.lost.is_set():
             raise LeaseLost("The task's lease was taken back by another worker.")
+        if self.stopping.is_set():
+            raise ShuttingDown("This process is shutting down; the task goes back to the queue.")
         if self.repo.is_cancel_requested(job.id):
             raise JobCancelled("The job was cancelled.")
-        if self.tasks.busy_seconds(job.id) > self.settings.service.timeout_seconds:
-            raise JobTimedOut(f"The job's tasks ran past its {self.settings.service.timeout_seconds} s limit.")
+        limit = self.settings.service.timeout_seconds
+        if job.started_at is not None and datetime.now(UTC) > job.started_at + timedelta(seconds=limit):
+            raise JobTimedOut(f"The job ran past its {limit} s limit (counted from its start).")
 
     # -- the three kinds of task ---------------------------------------------------------
 
@@ -198,14 +215,14 @@ class FleetSteps:
                                          checkpoint=self._checkpoint(job), stem="result", control=control,
                                          name=job.filename, owner=job.tenant)
             rss.sample()
-            self._finish_parsed(job, options, result, rss, progress.stage_seconds)
+            self._finish_parsed(job, options, result, rss)
 
-    def _finish_parsed(self, job: Job, options, result, rss: PeakRss, stage_seconds: dict[str, float]) -> None:
+    def _finish_parsed(self, job: Job, options, result, rss: PeakRss) -> None:
         try:
-            self.finisher.parsed(job, options, result, self.pipeline, _seconds_since(job.started_at), rss.peak,
-                                 stage_seconds)
+            self.finisher.parsed(job, options, result, self.pipeline, _seconds_since(job.started_at), rss.peak)
         except IllegalTransition:  # ended twice (a redelivered message): the first one ended it
             log.info("job already finished", extra={"job_id": job.id})
+        self.originals.forget(job.id)  # the job ended: no task of it needs the copy here
 
     def _render(self, job: Job, index: int, control: Callable[[], None]) -> None:
         """Leave in the store what group ``index`` needs (see :mod:`longdoc.jobs.prepared`)."""
@@ -251,7 +268,7 @@ class FleetSteps:
                                              begin=False) as doc:
                 result = self.pipeline.assemble(doc, options, self._checkpoint(job), tmp / "out", "result")
             rss.sample()
-            self._finish_parsed(job, options, result, rss, {})
+            self._finish_parsed(job, options, result, rss)
         self.store.delete_prefix(keys.work_prefix(job.tenant, job.id))
 
     def _original(self, job: Job) -> Path:
@@ -278,7 +295,7 @@ class FleetSteps:
             wanted = []
         else:
             wanted = self._next_tasks(job, rows)
-        added = self.tasks.add(job.id, [(n, queue_for(job, n)) for n in wanted])
+        added = self.tasks.add(job.id, [(n, queue_for(job.lane, n)) for n in wanted])
         for name, queue in added:
             self.send_task(job.id, name, queue)
         return [n for n, _ in added]
@@ -303,6 +320,7 @@ class FleetSteps:
         return self.pipeline.engine_capabilities(engine).sequential_groups
 
     def send_task(self, job_id: str, name: str, queue: str, countdown_s: float = 0.0) -> None:
+        """Hand a queued task to the transport; a failure is logged (the row stays queued)."""
         try:
             self.send(job_id, name, queue, countdown_s)
         except Exception as exc:  # the row is queued: the reconciler sends it again
@@ -323,8 +341,22 @@ class FleetSteps:
         if released:
             log.warning("task hit a transient fault; retrying", extra={
                 "job_id": job.id, "task": lease.name, "error": error.get("code"), "delay_s": delay_s})
-            self.send_task(job.id, lease.name, queue_for(job, lease.name), delay_s)
+            self.send_task(job.id, lease.name, queue_for(job.lane, lease.name), delay_s)
         return "retry"
+
+    def _put_back(self, job: Job, lease: Lease) -> str:
+        """Shutdown: the task back in the queue, due at once (its finished
+        groups are checkpointed); the next process to serve its queue
+        resumes it. Not a takeover: it does not count towards
+        ``service.max_attempts``."""
+        try:
+            released = self.tasks.release(lease)
+        except DatabaseUnavailable:
+            return "stopped"  # the lease runs out; the reconciler queues it again
+        if released:
+            log.info("job requeued for shutdown", extra={"job_id": job.id, "tenant": job.tenant, "task": lease.name})
+            self.send_task(job.id, lease.name, queue_for(job.lane, lease.name))
+        return "stopped"
 
     def _job_failed(self, job: Job, lease: Lease, exc: BaseException, rss: PeakRss | None) -> str:
         if not isinstance(exc, JobCancelled):
@@ -339,6 +371,7 @@ class FleetSteps:
         error = exc.to_dict() if hasattr(exc, "to_dict") else {"code": "internal_error"}
         self.tasks.finish(lease, failed=not isinstance(exc, JobCancelled), error=error)
         self.tasks.fail_open(job.id, error)
+        self.originals.forget(job.id)
         try:
             self.store.delete_prefix(keys.work_prefix(job.tenant, job.id))
         except LongdocError:

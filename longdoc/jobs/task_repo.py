@@ -1,8 +1,7 @@
-"""The fleet's task records (``job_tasks``): the only code that reads and
-writes them.
+"""Task records (``job_tasks``): the only code that reads and writes them.
 
-A job on the Celery fleet is a few tasks, each a row keyed by (job id,
-name) and named for what it does::
+A job is a few tasks, on the Celery fleet and in the embedded server
+alike, each a row keyed by (job id, name) and named for what it does::
 
     ingest            open the document, plan its page groups, queue them
     render:000003     open the document, write what group 3 needs (sizes,
@@ -12,7 +11,10 @@ name) and named for what it does::
     assemble          stitch the checkpointed pages, write the exports
     whole             all of that on one worker (short documents)
 
-The broker only carries ``(job_id, name)``; the row says what is true::
+Each task goes to one queue (:func:`queue_for`): ``short`` (a short
+document's ``whole``), ``engine`` (page groups) or ``cpu`` (the rest). The
+transport (a Celery broker, or the embedded server's pools) only carries
+``(job_id, name)``; the row says what is true::
 
     queued ──start──► running ──finish──► done | failed
       ▲                  │
@@ -57,6 +59,21 @@ def first_task(lane: str) -> str:
     return WHOLE if lane == "short" else INGEST
 
 
+def queue_for(lane: str, name: str) -> str:
+    """The queue task ``name`` of a job in ``lane`` goes to (the one mapping
+    from lane to queue): the short lane's one task to ``short``, page groups
+    to ``engine``, everything else (ingest, renders, assembly) to ``cpu``."""
+    if lane == "short":
+        return "short"
+    return "engine" if group_index(name) is not None else "cpu"
+
+
+def first_tasks(lane: str) -> list[tuple[str, str]]:
+    """``[(name, queue)]`` of what a new job of ``lane`` is queued with."""
+    name = first_task(lane)
+    return [(name, queue_for(lane, name))]
+
+
 def group_task(index: int) -> str:
     """The task name of page group ``index`` (0-based) on an engine worker."""
     return f"group:{index:06d}"
@@ -87,6 +104,16 @@ class Lease:
     name: str
     token: str
     attempt: int
+
+
+@dataclass(frozen=True)
+class Due:
+    """A queued task that may start now, with what admission needs of its job."""
+
+    job_id: str
+    name: str
+    job_state: str
+    lane: str
 
 
 @dataclass(frozen=True)
@@ -129,6 +156,24 @@ class TaskRepo(_Repo):
             where.append(JobTask.enqueued_at < now - older_than)
         with self._tx() as s:
             return _changed(s, update(JobTask).where(*where).values(enqueued_at=now))
+
+    def next_due(self, queue: str, new_job_lanes: tuple[str, ...] = ()) -> Due | None:
+        """The queued task of ``queue`` to run next (what a pool of the
+        embedded server takes): due now (not waiting out a backoff), of a
+        running job, or of a queued job whose lane is in ``new_job_lanes``
+        (the lanes that have room for another job); most urgent job first
+        (priority high to low, then queued first), then by task name (page
+        groups in order). None when there is none."""
+        now = self._now()
+        live = Job.state == JobState.RUNNING.value
+        if new_job_lanes:
+            live = or_(live, and_(Job.state == JobState.QUEUED.value, Job.lane.in_(new_job_lanes)))
+        query = (select(JobTask.job_id, JobTask.name, Job.state, Job.lane).join(Job, Job.id == JobTask.job_id)
+                 .where(JobTask.state == QUEUED, JobTask.queue == queue, JobTask.enqueued_at <= now, live)
+                 .order_by(Job.priority.desc(), Job.queued_at, Job.id, JobTask.name).limit(1))
+        with self._tx() as s:
+            row = s.execute(query).first()
+        return Due(*row) if row is not None else None
 
     # -- a run ----------------------------------------------------------------------
 
@@ -179,6 +224,12 @@ class TaskRepo(_Repo):
             return list(s.scalars(select(JobTask).where(JobTask.state == RUNNING, JobTask.heartbeat_at < cutoff)
                                   .order_by(JobTask.heartbeat_at)))
 
+    def running(self) -> list[JobTask]:
+        """Every running task (at start, the reconciler looks for those of
+        dead processes of its own host)."""
+        with self._tx() as s:
+            return list(s.scalars(select(JobTask).where(JobTask.state == RUNNING).order_by(JobTask.job_id)))
+
     def take_back(self, task: JobTask) -> bool:
         """A stale running task → queued, if its lease is still the one seen."""
         with self._tx() as s:
@@ -204,12 +255,15 @@ class TaskRepo(_Repo):
 
     def jobs_without_open_tasks(self, grace: timedelta) -> list[Job]:
         """Queued or running jobs with no queued or running task, quiet for
-        longer than ``grace`` (queued that long, or no heartbeat for that long)."""
+        longer than ``grace`` (queued that long; running with no task started
+        or finished that recently, so a worker that just finished one is not
+        raced while it queues the next)."""
         cutoff = self._now() - grace
         open_task = select(JobTask.job_id).where(JobTask.job_id == Job.id, JobTask.state.in_((QUEUED, RUNNING)))
+        recent_task = select(JobTask.job_id).where(JobTask.job_id == Job.id, or_(
+            JobTask.started_at >= cutoff, JobTask.finished_at >= cutoff))
         quiet = or_(and_(Job.state == JobState.QUEUED.value, Job.queued_at < cutoff),
-                    and_(Job.state == JobState.RUNNING.value,
-                         or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < cutoff)))
+                    and_(Job.state == JobState.RUNNING.value, ~recent_task.exists()))
         with self._tx() as s:
             return list(s.scalars(select(Job).where(quiet, ~open_task.exists()).order_by(Job.queued_at).limit(500)))
 
@@ -218,23 +272,6 @@ class TaskRepo(_Repo):
     def of_job(self, job_id: str) -> list[JobTask]:
         with self._tx() as s:
             return list(s.scalars(select(JobTask).where(JobTask.job_id == job_id).order_by(JobTask.name)))
-
-    def busy_seconds(self, job_id: str) -> float:
-        """Seconds workers have spent on ``job_id``'s tasks (finished runs,
-        plus the running ones so far): what ``service.timeout_seconds``
-        bounds on the fleet, so time queued is not counted against a job
-        (nor is a task back in the queue after a release or a takeover: its
-        ``started_at`` is that of the run that ended, not of a run going on)."""
-        now = self._now()
-        with self._tx() as s:
-            rows = s.execute(select(JobTask.state, JobTask.started_at, JobTask.finished_at)
-                             .where(JobTask.job_id == job_id, JobTask.started_at.is_not(None),
-                                    JobTask.state != QUEUED)).all()
-        total = 0.0
-        for state, started, finished in rows:
-            end = now if state == RUNNING or finished is None else finished
-            total += max(0.0, (end - started).total_seconds())
-        return total
 
     def open_count(self, job_id: str) -> int:
         """Tasks of ``job_id`` still queued or running."""

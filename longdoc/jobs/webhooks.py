@@ -1,9 +1,9 @@
 """Signed job webhooks: signatures, target checks, one delivery attempt
-(:func:`attempt_delivery`), delivery with retries (:func:`deliver`).
+(:func:`attempt_delivery`) and the wait before the next (:func:`retry_delay`).
 
-The durable outbox (:mod:`longdoc.jobs.outbox`) makes its attempts with
-:func:`attempt_delivery` and waits :func:`retry_delay` between them, exactly
-as :func:`deliver` does in memory.
+Deliveries are made by the durable outbox (:mod:`longdoc.jobs.outbox`), the
+one way webhooks are sent: it makes its attempts with :func:`attempt_delivery`
+and waits :func:`retry_delay` between them.
 
 Wire format (service contract, "Webhooks")::
 
@@ -34,21 +34,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
-import itertools
 import json
 import logging
 import random
 import re
 import socket
 import time
-import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
-from tenacity import Retrying, retry_if_result, stop_after_attempt
 
 from longdoc import __version__
 from longdoc.errors import CallbackRefused
@@ -62,10 +58,6 @@ SIGNATURE_HEADER = "X-Longdoc-Signature"
 _SIGNATURE_PREFIX = "sha256="
 _MAX_URL_CHARS = 2048
 _MAX_ERROR_CHARS = 500
-
-Record = Callable[[int, int | None, str | None, int], None]
-"""``(attempt 1-based, HTTP status or None, error text or None, duration_ms)``."""
-
 
 # --- signatures -------------------------------------------------------------
 
@@ -256,71 +248,6 @@ def retry_delay(
     except OverflowError:
         return max_delay_s
     return max(0.0, min(delay, max_delay_s))
-
-
-def deliver(
-    url: str,
-    payload: dict[str, Any],
-    secret: str,
-    *,
-    record: Record,
-    max_attempts: int = 5,
-    base_delay_s: float = 1.0,
-    max_delay_s: float = 60.0,
-    timeout_s: float = 10.0,
-    allow_private: bool = False,
-    sleep: Callable[[float], None] = time.sleep,
-) -> bool:
-    """POST ``payload`` as signed JSON to ``url``; True once a 2xx answer arrives.
-
-    Retries (up to ``max_attempts`` in all, exponential backoff from
-    ``base_delay_s`` with jitter, capped at ``max_delay_s``) on connection
-    errors, timeouts, DNS failures, 5xx and 429; a ``Retry-After`` answer
-    replaces the backoff, capped at ``max_delay_s``. Any other status (3xx,
-    4xx) or a refused target ends at once. ``record`` is called after every
-    attempt. Network trouble never raises: the result is False after the last
-    attempt. Errors raised by ``record`` propagate.
-    """
-    if max_attempts < 1:
-        raise ValueError("max_attempts must be at least 1")
-    body = encode_payload(payload)
-    event = str(payload.get("event", "job.finished"))
-    delivery_id = str(uuid.uuid4())
-    attempt_numbers = itertools.count(1)
-    with make_client(timeout_s) as client:
-
-        def one_attempt() -> Outcome:
-            attempt = next(attempt_numbers)
-            started = time.monotonic()
-            outcome = attempt_delivery(client, url, body, secret, delivery_id, event, allow_private)
-            record(attempt, outcome.status, outcome.error, int((time.monotonic() - started) * 1000))
-            return outcome
-
-        retrying = Retrying(
-            stop=stop_after_attempt(max_attempts),
-            wait=_Backoff(base_delay_s, max_delay_s),
-            retry=retry_if_result(lambda outcome: outcome.retry),
-            sleep=sleep,
-            retry_error_callback=lambda state: state.outcome.result(),
-        )
-        return retrying(one_attempt).ok
-
-
-class _Backoff:
-    """tenacity's wait: :func:`retry_delay` for the attempt that just failed."""
-
-    def __init__(self, base_delay_s: float, max_delay_s: float) -> None:
-        self._base_delay_s = base_delay_s
-        self._max_delay_s = max_delay_s
-
-    def __call__(self, state: Any) -> float:
-        outcome: Outcome = state.outcome.result()
-        return retry_delay(
-            state.attempt_number,
-            base_delay_s=self._base_delay_s,
-            max_delay_s=self._max_delay_s,
-            retry_after_s=outcome.retry_after_s,
-        )
 
 
 def attempt_delivery(

@@ -69,6 +69,8 @@ class ParseResult:
     resumed_pages: int
     errors: list[ErrorInfo] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    #: seconds per page stage (render, recognize, layout, text_layer, …) summed over the pages
+    stage_seconds: dict[str, float] = field(default_factory=dict)
     workspace_peak: int = 0
 
 
@@ -294,9 +296,12 @@ class Pipeline:
         }
         failed: list[int] = []
         errors: list[ErrorInfo] = []
+        stage_seconds: dict[str, float] = {}
         exports = open_exports(out_dir, stem, options.formats, header, context)
         try:
             for page in stitch(_checkpointed_pages(checkpoint, numbers)):
+                for stage, seconds in page.timings.items():
+                    stage_seconds[stage] = stage_seconds.get(stage, 0.0) + seconds
                 if page.status is PageStatus.FAILED:
                     failed.append(page.number)
                     if page.error is not None:
@@ -313,7 +318,7 @@ class Pipeline:
             status = DocumentStatus.PARTIAL
         outputs = exports.close(status, errors, {})
         return ParseResult(status=status, outputs=outputs, pages=len(numbers), failed_pages=failed,
-                           resumed_pages=0, errors=errors)
+                           resumed_pages=0, errors=errors, stage_seconds=stage_seconds)
 
     def _engine_version(self, options: ParseOptions) -> str:
         name, version = self.engine_name_version(options)

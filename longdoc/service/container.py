@@ -3,11 +3,14 @@ at shutdown: database, store, authentication, the job service, the
 dispatcher, metrics and the readiness state. Routes reach it through
 :mod:`longdoc.service.deps`.
 
-The API side never runs a page. With ``queue.backend: embedded`` the
-container also holds a :class:`~longdoc.worker.runtime.WorkerRuntime`
-(pipeline, job runner, webhook outbox, reconciler) whose threads run the
-jobs in this process; with ``celery`` it only records jobs and sends their
-first task, and ``longdoc worker`` processes do the rest."""
+The API side never runs a page. Jobs run as tasks either way
+(:mod:`longdoc.jobs.steps`), and the API only records a job and sends its
+first task (:class:`~longdoc.jobs.dispatch.Dispatcher`). With
+``queue.backend: celery`` the broker carries it to ``longdoc worker``
+processes; with ``embedded`` this process is the fleet on one machine: it
+also holds a :class:`~longdoc.worker.runtime.WorkerRuntime` (pipeline, task
+steps, webhook outbox, reconciler) and the in-process transport whose
+pools run the tasks (:mod:`longdoc.worker.inprocess`)."""
 
 from __future__ import annotations
 
@@ -23,12 +26,11 @@ from longdoc.config import Settings
 from longdoc.engines import check_engine_name, load_plugins
 from longdoc.errors import LongdocError
 from longdoc.jobs import db
-from longdoc.jobs.dispatch import Dispatcher, EmbeddedDispatcher
+from longdoc.jobs.dispatch import Dispatcher
 from longdoc.jobs.lease import worker_id
 from longdoc.jobs.metrics import Metrics
-from longdoc.jobs.models import Job
 from longdoc.jobs.outbox import Outbox
-from longdoc.jobs.reconciler import JobReconciler, Loop
+from longdoc.jobs.reconciler import Loop
 from longdoc.jobs.repo import JobRepo, KeyRepo
 from longdoc.jobs.states import JobState
 from longdoc.jobs.task_repo import QueueFigures, TaskRepo
@@ -39,6 +41,7 @@ from longdoc.service.page_images import PageImages
 from longdoc.storage import keys
 from longdoc.storage.factory import store_from_url
 from longdoc.storage.scratch import ScratchDir
+from longdoc.worker.inprocess import InProcessTransport
 from longdoc.worker.runtime import WorkerRuntime, announce
 
 log = logging.getLogger("longdoc.service")
@@ -75,21 +78,22 @@ class Container:
         self.scratch = ScratchDir(settings.service.work_dir)
         self.embedded = settings.queue.backend == "embedded"
         self.runtime: WorkerRuntime | None = None
-        self.dispatcher: Dispatcher
+        self.transport: InProcessTransport | None = None
         if self.embedded:
-            self.runtime = WorkerRuntime(settings, worker_id("embedded"), db_engine=self.db_engine, store=self.store,
-                                         metrics=self.metrics, scratch_root=settings.service.work_dir)
+            self.transport = InProcessTransport(settings, self.tasks, self.jobs)
+            self.runtime = WorkerRuntime(settings, worker_id("embedded"), self.transport.send, redeliver=False,
+                                         db_engine=self.db_engine, store=self.store, metrics=self.metrics,
+                                         scratch_root=settings.service.work_dir)
             self.pipeline = self.runtime.pipeline
             self.outbox = self.runtime.outbox
-            self.dispatcher = EmbeddedDispatcher(self.run_job, settings.service.max_concurrency,
-                                                 on_stop=self.runtime.runner.shutting_down.set)
+            send = self.transport.send
         else:
-            from longdoc.worker.celery_app import make_app
-            from longdoc.worker.dispatch import CeleryDispatcher
+            from longdoc.worker.celery_app import make_app, sender
 
             self.celery = make_app(settings)
             self.outbox = Outbox(sessions, record=lambda *a: None, worker_id=worker_id("api"))  # enqueue only
-            self.dispatcher = CeleryDispatcher(self.celery, self.tasks)
+            send = sender(self.celery)
+        self.dispatcher = Dispatcher(self.tasks, send)
         self.images = PageImages(settings, self.store, settings.service.work_dir)
         self.service = JobService(settings, self.jobs, self.store, self.dispatcher, self.scratch, self.images,
                                   on_finished=self.notify_finished)
@@ -102,57 +106,48 @@ class Container:
     # -- lifecycle -------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the background work. Embedded: recover interrupted jobs
-        (those of a dead process of this host at once, others when their
-        lease runs out), start the job threads, the outbox, warm up."""
+        """Start the background work. Embedded: take back the tasks of a
+        dead process of this host at once (others when their lease runs
+        out), give a job with no task its next one, start the pools, the
+        reconciler, the outbox, warm up."""
         interval = self.settings.queue.reconcile_interval_seconds
         self._apply_store_retention()
         self._loops.append(Loop(self.run_retention, self._retention_interval(), "longdoc-retention").start())
-        if not self.embedded:
+        if self.runtime is None or self.transport is None:
             return
         removed = self.scratch.clear()   # copies left by a killed process
         if removed:
             log.info("work folder cleared", extra={"entries": removed})
-        reconciler = JobReconciler(self.settings, self.jobs, self._submit, self.notify_finished)
-        reconciler.run_once(at_start=True)
-        self.dispatcher.start()
-        for job_id in self.jobs.queued_ids():
-            job = self.jobs.get_any(job_id)
-            if job is not None:
-                self._submit(job)
-        self._loops.append(Loop(reconciler.run_once, interval, "longdoc-reconciler").start())
+        self.runtime.reconciler.run_once(at_start=True)
+        self.transport.start(self.runtime.steps)
+        self._loops.append(Loop(self.runtime.reconciler.run_once, interval, "longdoc-reconciler").start())
         threading.Thread(target=self.outbox.run, args=(self._stop,), name="longdoc-outbox", daemon=True).start()
         threading.Thread(target=self._warm_up, name="longdoc-warmup", daemon=True).start()
-
-    def _submit(self, job: Job) -> None:
-        self.dispatcher.submit(job.id, job.lane, job.priority)
 
     def begin_shutdown(self) -> None:
         """The first reaction to SIGTERM; only sets flags, so it is safe in a
         signal handler: /readyz turns 503, event streams and long-polls end,
-        no queued job starts, running jobs go back to the queue at their
+        no queued task starts, running tasks go back to the queue at their
         next group boundary."""
         self.readiness.shutting_down = True
         self.dispatcher.stop_intake()
-        if self.runtime is not None:
-            self.runtime.runner.shutting_down.set()
+        if self.transport is not None:
+            self.transport.begin_stop()
 
     def stop(self, timeout: float = 20.0) -> None:
-        """Stop intake, let running jobs checkpoint (they go back to the
+        """Stop intake, let running tasks checkpoint (they go back to the
         queue and resume after the restart), close everything."""
         self.readiness.shutting_down = True
         self._stop.set()
-        self.dispatcher.stop(timeout)
+        self.dispatcher.stop_intake()
+        if self.transport is not None:
+            self.transport.stop(timeout)
         for loop in self._loops:
             loop.stop()
         if self.runtime is not None:
             self.runtime.pipeline.close()
         self.images.close()
         self.db_engine.dispose()
-
-    def run_job(self, job_id: str) -> None:
-        assert self.runtime is not None
-        self.runtime.runner.run(job_id)   # its finisher announces the end
 
     def notify_finished(self, job_id: str) -> None:
         """Queue the job's ``job.finished`` webhook (when it has a callback_url)."""
@@ -217,7 +212,9 @@ class Container:
             checks["storage"] = False
             checks["storage_error"] = type(exc).__name__
         if not self.embedded:
-            checks["broker"] = checks["engine"] = self.dispatcher.broker_ok()  # type: ignore[attr-defined]
+            from longdoc.worker.celery_app import broker_ok
+
+            checks["broker"] = checks["engine"] = broker_ok(self.celery)
             return checks
         checks["engine"] = self._engine_ready()
         engine = self.pipeline.engines().get(self.settings.inference.engine)

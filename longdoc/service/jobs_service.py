@@ -67,7 +67,7 @@ class JobService:
                  on_finished: Callable[[str], None] | None = None) -> None:
         """``images`` renders page images (the page viewer).
         ``on_finished(job_id)`` is called when this service itself ends a
-        job (a queued job cancelled before it ran); the runner announces the rest."""
+        job (a queued job cancelled before it ran); the task steps announce the rest."""
         self.settings, self.repo, self.store, self.dispatcher = settings, repo, store, dispatcher
         self.scratch = scratch
         self.images = images
@@ -152,7 +152,7 @@ class JobService:
         self._check_quota(fields["tenant"], fields["size_bytes"])
         job, reused = self.repo.create(**fields, max_queued=self.settings.service.max_queued)
         if reused is None:
-            self.dispatcher.submit(job.id, job.lane, job.priority)
+            self.dispatcher.submit(job.id, job.lane)
         return job, reused is not None
 
     def check_room(self) -> None:
@@ -295,11 +295,12 @@ class JobService:
         if job.state in (JobState.QUEUED.value, JobState.RUNNING.value):
             was_queued = job.state == JobState.QUEUED.value
             self.repo.request_cancel(job.id)
-            self.dispatcher.discard(job.id)
             log.info("job cancel requested", extra={"job_id": job.id, "tenant": key.tenant})
             current = self.get(key, job_id)
-            if was_queued and current.state == JobState.CANCELLED.value and self.on_finished is not None:
-                self.on_finished(current.id)  # it never ran, so no runner will announce it
+            if was_queued and current.state == JobState.CANCELLED.value:
+                self.dispatcher.discard(current.id)  # it never ran: close its queued task
+                if self.on_finished is not None:
+                    self.on_finished(current.id)  # and no task will announce it
             return self.public(current)
         self.images.forget(job.id)
         self.store.delete_prefix(keys.job_prefix(job.tenant, job.id))

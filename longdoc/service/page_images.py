@@ -25,7 +25,7 @@ from pathlib import Path
 from longdoc.config import Settings
 from longdoc.ingest.sandbox import SandboxedSource, open_sandboxed
 from longdoc.jobs.models import Job
-from longdoc.jobs.runner import fetch_original
+from longdoc.jobs.finisher import fetch_original
 from longdoc.storage.base import ObjectStore
 from longdoc.storage.scratch import OriginalCache
 

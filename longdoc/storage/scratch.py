@@ -6,9 +6,9 @@ The service keeps its temporary copies under ``service.work_dir`` (default
 live job then: the owner of the last copies was killed), and a job's copy
 is removed when the job ends or is deleted::
 
-    WORK/upload-<random>/upload     an upload being spooled and checked
-    WORK/job-<job id>/original      the document of a running job
-    WORK/job-<job id>/out/          its exports before they go to the store
+    WORK/upload-<random>/upload          an upload being spooled and checked
+    WORK/originals/<job id>              the document of a job whose tasks run here
+    WORK/task-<job id>-<random>/out/     a task's exports before they go to the store
 """
 
 from __future__ import annotations
@@ -53,21 +53,21 @@ class ScratchDir:
             yield path
 
     @contextmanager
-    def job(self, job_id: str) -> Iterator[Path]:
-        """The job's folder (emptied first), removed afterwards."""
-        with self._folder(f"job-{check_job_id(job_id)}") as path:
-            yield path
-
-    @contextmanager
     def task(self, job_id: str) -> Iterator[Path]:
-        """A fresh folder for one fleet task of the job (tasks of one job may
-        run side by side in processes sharing this root), removed afterwards."""
+        """A fresh folder for one task of the job (tasks of one job may run
+        side by side, in threads or processes sharing this root), removed
+        afterwards."""
         with self._folder(f"task-{check_job_id(job_id)}-{uuid.uuid4().hex[:12]}") as path:
             yield path
 
+    @property
+    def originals(self) -> OriginalCache:
+        """The copies of originals of the jobs whose tasks run here."""
+        return OriginalCache(self.root / "originals")
+
     def remove_job(self, job_id: str) -> None:
-        """Remove what a job left here (a deleted job's copy)."""
-        _remove(self.root / f"job-{check_job_id(job_id)}")
+        """Remove what a job left here (its copy of the original)."""
+        self.originals.forget(job_id)
 
     def entries(self) -> list[str]:
         """Names of the folders here now (for tests and diagnostics)."""
@@ -123,6 +123,11 @@ class OriginalCache:
             os.utime(dest)
             self._evict(keep_also=dest)
             return dest
+
+    def forget(self, job_id: str) -> None:
+        """Remove the copy of ``job_id``'s original (the job ended or was deleted)."""
+        with self._lock:
+            (self.root / check_job_id(job_id)).unlink(missing_ok=True)
 
     def _evict(self, keep_also: Path) -> None:
         copies = sorted((p for p in self.root.iterdir() if p.is_file() and not p.name.endswith(".part")),

@@ -1,13 +1,13 @@
-"""The Celery side of the fleet: one app per process, two task types, and
+"""The Celery side of the fleet: one app per process, one task type, and
 the per-process runtime of worker processes.
 
 Messages carry ids only::
 
     longdoc.run_task(job_id, name)      one task of a job (whole, ingest, render:N, group:N, assemble)
-    longdoc.deliver_webhooks()          one pass of the webhook outbox
 
 Queues: ``cpu`` (ingest, render, assemble), ``engine`` (page groups),
-``short`` (a short document, run whole as one task). Delivery is at least once and the
+``short`` (a short document, run whole as one task); which task goes where
+is :func:`longdoc.jobs.task_repo.queue_for`. Delivery is at least once and the
 database decides what runs (see :mod:`longdoc.jobs.steps`): late
 acknowledgement (a message is acknowledged after its task ran, so a worker
 killed mid-task leaves it to be delivered again), a worker that dies takes
@@ -17,9 +17,10 @@ reconnect to a restarted broker forever.
 
 Each worker process (Celery's prefork children) builds its own
 :class:`~longdoc.worker.runtime.WorkerRuntime` after the fork, with a
-scratch folder of its own, and runs the reconciler and the outbox on two
-background threads; the parent process holds no connection and no thread,
-so forking a fresh child (``queue.max_tasks_per_child``) is safe.
+scratch folder of its own, and runs the reconciler and the webhook outbox
+(the one way webhooks are delivered) on two background threads; the
+parent process holds no connection and no thread, so forking a fresh
+child (``queue.max_tasks_per_child``) is safe.
 """
 
 from __future__ import annotations
@@ -37,14 +38,13 @@ from kombu import Queue
 from longdoc.config import Settings
 from longdoc.errors import BrokerUnavailable
 from longdoc.jobs.lease import worker_id
-from longdoc.jobs.reconciler import Loop, TaskReconciler
+from longdoc.jobs.reconciler import Loop
 from longdoc.jobs.steps import Send
 from longdoc.jobs.task_repo import QUEUES
 
 log = logging.getLogger("longdoc.worker")
 
 RUN_TASK = "longdoc.run_task"
-DELIVER_WEBHOOKS = "longdoc.deliver_webhooks"
 
 #: this process's settings and runtime (worker processes only)
 _state: dict[str, Any] = {}
@@ -74,7 +74,6 @@ def make_app(settings: Settings) -> Celery:
         enable_utc=True,
     )
     app.task(name=RUN_TASK, bind=False, ignore_result=True)(_run_task)
-    app.task(name=DELIVER_WEBHOOKS, bind=False, ignore_result=True)(_deliver_webhooks)
     return app
 
 
@@ -91,6 +90,16 @@ def sender(app: Celery) -> Send:
             raise BrokerUnavailable(f"The broker did not take the task ({type(exc).__name__}).") from exc
 
     return send
+
+
+def broker_ok(app: Celery) -> bool:
+    """Whether the broker answers now (readiness)."""
+    try:
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=2)
+        return True
+    except Exception:
+        return False
 
 
 # -- worker processes ---------------------------------------------------------------
@@ -110,7 +119,7 @@ def runtime():
         settings: Settings = _state["settings"]
         app = _state.setdefault("app", make_app(settings))
         scratch = Path(settings.service.work_dir) / f"fleet-{os.getpid()}"
-        rt = WorkerRuntime(settings, worker_id("worker"), scratch_root=scratch, send=sender(app))
+        rt = WorkerRuntime(settings, worker_id("worker"), sender(app), scratch_root=scratch)
         rt.scratch.clear()
         _remove_dead_scratch(Path(settings.service.work_dir))
         _state["runtime"] = rt
@@ -138,10 +147,6 @@ def _run_task(job_id: str, name: str) -> str:
     return outcome
 
 
-def _deliver_webhooks() -> int:
-    return runtime().outbox.deliver_due()
-
-
 @signals.worker_process_init.connect
 def _start_background(**_: Any) -> None:
     if "settings" not in _state:
@@ -158,8 +163,7 @@ def _start_background(**_: Any) -> None:
     q = rt.settings.queue
     if q.worker_metrics_port is not None:
         _serve_metrics(rt, q.worker_metrics_port)
-    reconciler = TaskReconciler(rt.settings, rt.jobs, rt.tasks, rt.steps, rt.finisher)
-    _state["loops"] = [Loop(reconciler.run_once, q.reconcile_interval_seconds, "longdoc-reconciler").start()]
+    _state["loops"] = [Loop(rt.reconciler.run_once, q.reconcile_interval_seconds, "longdoc-reconciler").start()]
     stop = threading.Event()
     _state["outbox_stop"] = stop
     threading.Thread(target=rt.outbox.run, args=(stop,), name="longdoc-outbox", daemon=True).start()

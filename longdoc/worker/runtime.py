@@ -1,8 +1,9 @@
-"""Everything a process needs to run jobs, built once per process:
-database, store, scratch space, pipeline (engines), the job runner
-(embedded: whole jobs), the fleet steps (Celery: one task at a time), the
-webhook outbox and the reconciler. The API side (:mod:`longdoc.service`)
-holds one of these in embedded mode and none on the fleet."""
+"""Everything a process needs to run jobs' tasks, built once per process:
+database, store, scratch space, pipeline (engines), the task steps, the
+finisher, the webhook outbox. A ``longdoc worker`` process holds one (its
+transport the Celery broker); so does the embedded server (its transport
+the in-process pools, :mod:`longdoc.worker.inprocess`). The API side
+(:mod:`longdoc.service`) holds one in embedded mode and none on the fleet."""
 
 from __future__ import annotations
 
@@ -12,14 +13,15 @@ from pathlib import Path
 
 from longdoc.config import Settings
 from longdoc.jobs import db
+from longdoc.jobs.finisher import JobFinisher
 from longdoc.jobs.metrics import Metrics
 from longdoc.jobs.outbox import Outbox
+from longdoc.jobs.public import finished_payload
+from longdoc.jobs.reconciler import TaskReconciler
 from longdoc.jobs.repo import JobRepo, KeyRepo
-from longdoc.jobs.runner import JobFinisher, JobRunner
-from longdoc.jobs.steps import FleetSteps, Send
+from longdoc.jobs.steps import Send, TaskSteps
 from longdoc.jobs.task_repo import TaskRepo
 from longdoc.pipeline import Pipeline
-from longdoc.jobs.public import finished_payload
 from longdoc.storage.base import ObjectStore
 from longdoc.storage.factory import store_from_url
 from longdoc.storage.scratch import ScratchDir
@@ -28,12 +30,13 @@ log = logging.getLogger("longdoc.worker")
 
 
 class WorkerRuntime:
-    """``send`` (the broker) makes :attr:`steps` available (the fleet);
-    without it only :attr:`runner` runs jobs (embedded)."""
+    """``send`` hands a queued task to the transport; ``redeliver``: whether
+    the transport can lose a message (a broker), so the reconciler sends a
+    task again that stayed queued too long."""
 
-    def __init__(self, settings: Settings, worker_id: str, *, db_engine=None, store: ObjectStore | None = None,
-                 metrics: Metrics | None = None, scratch_root: str | Path | None = None,
-                 send: Send | None = None) -> None:
+    def __init__(self, settings: Settings, worker_id: str, send: Send, *, redeliver: bool = True, db_engine=None,
+                 store: ObjectStore | None = None, metrics: Metrics | None = None,
+                 scratch_root: str | Path | None = None) -> None:
         self.settings, self.worker_id = settings, worker_id
         self.metrics = metrics or Metrics()
         self.db_engine = db_engine or db.make_engine(settings.database.url, **settings.database.engine_options())
@@ -48,10 +51,10 @@ class WorkerRuntime:
                              max_attempts=settings.service.webhook_max_attempts,
                              allow_private=settings.service.allow_private_callbacks)
         self.finisher = JobFinisher(settings, self.jobs, self.store, self.metrics, announce=self.announce)
-        self.runner = JobRunner(settings, self.jobs, self.store, self.pipeline, self.scratch, self.metrics,
-                                worker_id=worker_id, announce=self.announce)
-        self.steps = FleetSteps(settings, self.jobs, self.tasks, self.store, self.pipeline, self.scratch,
-                                self.finisher, send, worker_id) if send is not None else None
+        self.steps = TaskSteps(settings, self.jobs, self.tasks, self.store, self.pipeline, self.scratch,
+                               self.finisher, send, worker_id)
+        self.reconciler = TaskReconciler(settings, self.jobs, self.tasks, self.steps, self.finisher,
+                                         redeliver=redeliver)
 
     def announce(self, job_id: str) -> None:
         announce(self.jobs, self.outbox, job_id)

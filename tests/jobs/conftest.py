@@ -9,6 +9,7 @@ cannot be reached the PostgreSQL cases are skipped with the reason.
 
 from __future__ import annotations
 
+import socket
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -77,3 +78,28 @@ class FakeClock:
 @pytest.fixture
 def fake_clock() -> FakeClock:
     return FakeClock()
+
+
+@pytest.fixture
+def fake_dns(monkeypatch):
+    """Answers for names ending in .example.test (a list per name, one per lookup,
+    the last repeating); other hosts go to the real resolver. Records lookups."""
+    real = socket.getaddrinfo
+    answers: dict[str, list[list[str]]] = {}
+    lookups: list[str] = []
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if isinstance(host, str) and host.endswith(".example.test"):
+            lookups.append(host)
+            script = answers.get(host)
+            if not script:
+                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+            ips = script.pop(0) if len(script) > 1 else script[0]
+            return [
+                (socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port))
+                for ip in ips
+            ]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return answers, lookups

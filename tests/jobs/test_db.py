@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
@@ -54,6 +55,34 @@ def test_processes_migrating_at_once_leave_one_clean_schema(fresh_db_url):
         assert _tables(engine) == TABLES
         with engine.connect() as conn:
             assert conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == [db.head_revision()]
+    finally:
+        engine.dispose()
+
+
+def test_a_job_of_the_whole_job_runner_reads_back_after_the_upgrade(fresh_db_url):
+    """0004 drops the job row's lease (worker_id, heartbeat_at, recoveries):
+    a job an older version left running keeps everything a client sees."""
+    engine = db.make_engine(fresh_db_url)
+    try:
+        config = db.alembic_config()
+        with engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.upgrade(config, "0003")
+        with engine.begin() as conn:
+            conn.execute(text(
+                "INSERT INTO jobs (id, tenant, state, priority, lane, filename, media_type, size_bytes, sha256, "
+                "options, options_hash, pages_total, pages_done, failed_pages, timings, attempts, recoveries, "
+                "stored_bytes, created_at, queued_at, started_at, cancel_requested, worker_id, heartbeat_at) "
+                "VALUES ('j1', 'acme', 'running', 3, 'long', 'a.pdf', 'application/pdf', 10, :sha, '{}', 'h', "
+                "40, 12, '[]', '{}', 1, 1, 10, :t, :t, :t, :f, 'embedded:old-host:1:0badf00d', :t)"),
+                {"sha": "0" * 64, "t": datetime(2026, 11, 1, tzinfo=UTC), "f": False})
+        db.migrate(engine)
+        assert db.current_revision(engine) == db.head_revision()
+        job = JobRepo(db.session_factory(engine)).get_any("j1")
+        assert (job.state, job.lane, job.priority, job.pages_total, job.pages_done, job.attempts) == (
+            "running", "long", 3, 40, 12, 1)
+        assert job.started_at == datetime(2026, 11, 1, tzinfo=UTC)
+        assert {"worker_id", "heartbeat_at", "recoveries"}.isdisjoint(c["name"] for c in inspect(engine).get_columns("jobs"))
     finally:
         engine.dispose()
 

@@ -1,5 +1,5 @@
 """Job records: creation and reuse, tenant isolation, the queue, atomic
-starts, state transitions, recovery, retention, deliveries."""
+starts, state transitions, retention, deliveries."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def test_concurrent_submits_with_one_key_make_one_job(jobs):
 def test_same_content_and_options_reuse_live_or_succeeded_job(jobs, state):
     first, _ = submit(jobs)
     if state != "queued":
-        jobs.start(first.id, "w1")
+        jobs.start(first.id)
     if state == "succeeded":
         jobs.finish(first.id, JobState.SUCCEEDED)
     again, reused = submit(jobs)
@@ -90,7 +90,7 @@ def test_same_content_and_options_reuse_live_or_succeeded_job(jobs, state):
 @pytest.mark.parametrize("end", [JobState.FAILED, JobState.PARTIAL, JobState.CANCELLED])
 def test_failed_partial_or_cancelled_job_is_not_reused(jobs, end):
     first, _ = submit(jobs)
-    jobs.start(first.id, "w1")
+    jobs.start(first.id)
     jobs.finish(first.id, end)
     again, reused = submit(jobs)
     assert reused is None and again.id != first.id
@@ -156,63 +156,63 @@ def test_list_refuses_bad_arguments(jobs, kw):
 # -- the queue -------------------------------------------------------------------
 
 
-def test_dispatch_order_is_priority_then_first_queued(jobs):
+def test_queue_position_is_priority_then_first_queued(jobs):
     low1, _ = submit(jobs, sha="1", priority=0)
     high, _ = submit(jobs, sha="2", priority=5)
     low2, _ = submit(jobs, sha="3", priority=0, lane="long")
-    assert jobs.queued_ids() == [high.id, low1.id, low2.id]
     assert [jobs.queue_position(j) for j in (high, low1, low2)] == [0, 1, 2]
-    assert jobs.queued_ids(lane="long") == [low2.id]
     assert jobs.queue_depth_by_lane() == {"short": 2, "long": 1}
-    started = jobs.start(high.id, "w1")
+    started = jobs.start(high.id)
     assert jobs.queue_position(started) is None
     assert jobs.queue_position(jobs.get_any(low1.id)) == 0
-
-
-def test_requeued_job_keeps_its_place(jobs):
-    first, _ = submit(jobs, sha="1")
-    second, _ = submit(jobs, sha="2")
-    jobs.start(first.id, "w1")
-    requeued = jobs.requeue(first.id)
-    assert (requeued.state, requeued.attempts, requeued.worker_id) == ("queued", 1, None)
-    assert jobs.queued_ids() == [first.id, second.id]
+    assert jobs.running_lanes() == {high.id: "short"}
+    jobs.start(low2.id)
+    assert jobs.running_lanes() == {high.id: "short", low2.id: "long"}
 
 
 # -- running --------------------------------------------------------------------
 
 
-def test_two_workers_starting_one_job_yield_exactly_one_winner(jobs):
+def test_two_tasks_starting_one_job_yield_exactly_one_winner(jobs):
     for i in range(8):
         job, _ = submit(jobs, sha=f"{i:064x}")
         barrier = Barrier(2)
 
-        def start(worker: str):
+        def start(_):
             barrier.wait()
-            return jobs.start(job.id, worker)
+            return jobs.start(job.id)
 
         with ThreadPoolExecutor(2) as pool:
-            results = list(pool.map(start, ["w1", "w2"]))
+            results = list(pool.map(start, range(2)))
         winners = [r for r in results if r is not None]
         assert len(winners) == 1
-        stored = jobs.get_any(job.id)
-        assert (stored.state, stored.worker_id) == ("running", winners[0].worker_id)
+        assert jobs.get_any(job.id).state == "running"
 
 
 def test_start_sets_running_fields_and_only_from_queued(jobs):
     job, _ = submit(jobs)
-    started = jobs.start(job.id, "w1")
-    assert (started.state, started.worker_id) == ("running", "w1")
-    assert started.started_at is not None and started.heartbeat_at is not None
-    assert jobs.start(job.id, "w2") is None
+    started = jobs.start(job.id)
+    assert started.state == "running" and started.started_at is not None
+    assert jobs.start(job.id) is None
     jobs.finish(job.id, JobState.SUCCEEDED)
-    assert jobs.start(job.id, "w2") is None
-    assert jobs.start("0" * 32, "w1") is None
+    assert jobs.start(job.id) is None
+    assert jobs.start("0" * 32) is None
+
+
+def test_attempts_is_the_most_any_task_was_run_again(jobs):
+    job, _ = submit(jobs)
+    jobs.start(job.id)
+    jobs.count_attempt(job.id, 2)
+    jobs.count_attempt(job.id, 1)  # another task's first rerun: the job's figure stays
+    assert jobs.get_any(job.id).attempts == 2
+    jobs.count_attempt(job.id, 3)
+    assert jobs.get_any(job.id).attempts == 3
 
 
 def test_progress_records_pages_and_overwrites_a_page_reported_again(jobs):
     job, _ = submit(jobs)
     assert jobs.progress(job.id, [{"page": 1, "status": "ok"}]) is False  # not running yet
-    jobs.start(job.id, "w1")
+    jobs.start(job.id)
     jobs.set_total(job.id, 3)
     assert jobs.progress(job.id, [
         {"page": 1, "status": "ok", "text_source": "ocr", "seconds": 0.5},
@@ -229,24 +229,15 @@ def test_progress_records_pages_and_overwrites_a_page_reported_again(jobs):
 @pytest.mark.parametrize("row", [{"page": 0, "status": "ok"}, {"page": 1, "status": "done"}, {"page": 1, "status": "ok", "x": 1}])
 def test_progress_refuses_malformed_page_rows(jobs, row):
     job, _ = submit(jobs)
-    jobs.start(job.id, "w1")
+    jobs.start(job.id)
     with pytest.raises((ValueError, TypeError)):
         jobs.progress(job.id, [row])
     assert jobs.pages(job.id) == []
 
 
-def test_heartbeat_only_for_running_jobs(jobs, fake_clock):
-    job, _ = submit(jobs)
-    assert jobs.heartbeat(job.id) is False
-    started = jobs.start(job.id, "w1")
-    fake_clock.advance(timedelta(seconds=5))
-    assert jobs.heartbeat(job.id) is True
-    assert jobs.get_any(job.id).heartbeat_at > started.heartbeat_at
-
-
 def test_finish_records_the_outcome_and_retention(jobs, fake_clock):
     job, _ = submit(jobs)
-    jobs.start(job.id, "w1")
+    jobs.start(job.id)
     done = jobs.finish(job.id, "partial", failed_pages=[2], timings={"total": 1.5}, engine="rapidocr",
                        engine_version="3.10", peak_rss_bytes=123, error=None, pages_done=3)
     assert (done.state, done.failed_pages, done.timings, done.engine, done.peak_rss_bytes, done.pages_done) == (
@@ -263,12 +254,9 @@ def test_illegal_transitions_are_refused_and_change_nothing(jobs):
     job, _ = submit(jobs)
     with pytest.raises(IllegalTransition):
         jobs.finish(job.id, JobState.SUCCEEDED)  # queued → succeeded skips running
-    with pytest.raises(IllegalTransition):
-        jobs.requeue(job.id)  # queued → queued
-    jobs.start(job.id, "w1")
+    jobs.start(job.id)
     jobs.finish(job.id, JobState.SUCCEEDED)
-    for move in (lambda: jobs.finish(job.id, JobState.FAILED), lambda: jobs.requeue(job.id),
-                 lambda: jobs.finish(job.id, JobState.EXPIRED)):
+    for move in (lambda: jobs.finish(job.id, JobState.FAILED), lambda: jobs.finish(job.id, JobState.EXPIRED)):
         with pytest.raises(IllegalTransition):
             move()
     assert jobs.get_any(job.id).state == "succeeded"
@@ -279,13 +267,13 @@ def test_cancel_of_a_queued_job_is_immediate(jobs):
     job, _ = submit(jobs)
     cancelled = jobs.request_cancel(job.id)
     assert cancelled.state == "cancelled" and cancelled.finished_at is not None
-    assert jobs.start(job.id, "w1") is None
+    assert jobs.start(job.id) is None
     assert jobs.is_cancel_requested(job.id)
 
 
 def test_cancel_of_a_running_job_is_a_request_the_runner_acts_on(jobs):
     job, _ = submit(jobs)
-    jobs.start(job.id, "w1")
+    jobs.start(job.id)
     assert not jobs.is_cancel_requested(job.id)
     requested = jobs.request_cancel(job.id)
     assert (requested.state, requested.cancel_requested) == ("running", True)
@@ -296,7 +284,7 @@ def test_cancel_of_a_running_job_is_a_request_the_runner_acts_on(jobs):
 def test_cancel_racing_a_start_never_cancels_a_running_job_under_its_runner(jobs, monkeypatch):
     job, _ = submit(jobs)
     stale = jobs.get_any(job.id)  # what the canceller read: still queued
-    jobs.start(job.id, "w1")      # ...then a worker started it
+    jobs.start(job.id)      # ...then a worker started it
     reads = iter([stale])
     real_get_any = jobs.get_any
     monkeypatch.setattr(jobs, "get_any", lambda job_id: next(reads, None) or real_get_any(job_id))
@@ -305,42 +293,20 @@ def test_cancel_racing_a_start_never_cancels_a_running_job_under_its_runner(jobs
     assert jobs.finish(job.id, JobState.CANCELLED).state == "cancelled"  # the runner's move still works
 
 
-def test_requeue_of_a_job_with_a_cancel_request_ends_it_cancelled(jobs):
-    job, _ = submit(jobs)
-    jobs.start(job.id, "w1")
-    jobs.request_cancel(job.id)
-    assert jobs.requeue(job.id).state == "cancelled"
-    assert jobs.queued_ids() == []
-
-
 def test_cancel_of_a_finished_job_changes_nothing(jobs):
     job, _ = submit(jobs)
-    jobs.start(job.id, "w1")
+    jobs.start(job.id)
     jobs.finish(job.id, JobState.SUCCEEDED)
     assert jobs.request_cancel(job.id).state == "succeeded"
     assert jobs.request_cancel("0" * 32) is None
 
 
-# -- recovery, retention, deletion --------------------------------------------------
-
-
-def test_jobs_with_a_stale_heartbeat_are_found_and_requeued(jobs, fake_clock):
-    stale, _ = submit(jobs, sha="1")
-    fresh, _ = submit(jobs, sha="2")
-    jobs.start(stale.id, "w1")
-    fake_clock.advance(timedelta(minutes=5))
-    jobs.start(fresh.id, "w2")
-    assert jobs.interrupted(timedelta(minutes=2)) == [stale.id]
-    assert sorted(jobs.running_ids()) == sorted([stale.id, fresh.id])
-    for job_id in jobs.interrupted(timedelta(minutes=2)):
-        jobs.requeue(job_id)
-    assert jobs.queued_ids() == [stale.id] and jobs.get_any(stale.id).attempts == 1
-    assert jobs.start(stale.id, "w3").worker_id == "w3"
+# -- retention, deletion --------------------------------------------------
 
 
 def test_finished_jobs_expire_after_their_retention(jobs, fake_clock):
     done, _ = submit(jobs, sha="1")
-    jobs.start(done.id, "w1")
+    jobs.start(done.id)
     jobs.finish(done.id, JobState.SUCCEEDED)
     waiting, _ = submit(jobs, sha="2")
     assert jobs.expire_due() == []
@@ -354,7 +320,7 @@ def test_finished_jobs_expire_after_their_retention(jobs, fake_clock):
 def test_delete_removes_the_job_its_pages_and_deliveries(jobs):
     job, _ = submit(jobs)
     other, _ = submit(jobs, sha="b")
-    jobs.start(job.id, "w1")
+    jobs.start(job.id)
     jobs.progress(job.id, [{"page": 1, "status": "ok"}])
     jobs.finish(job.id, JobState.SUCCEEDED)
     jobs.record_delivery(job_id=job.id, url="https://example.com/h", attempt=1, status_code=500, duration_ms=12)
@@ -367,7 +333,7 @@ def test_delete_removes_the_job_its_pages_and_deliveries(jobs):
 def test_counts_by_state_lists_every_state(jobs):
     a, _ = submit(jobs, sha="1")
     submit(jobs, sha="2")
-    jobs.start(a.id, "w1")
+    jobs.start(a.id)
     counts = jobs.counts_by_state()
     assert counts == {s.value: {"queued": 1, "running": 1}.get(s.value, 0) for s in JobState}
 

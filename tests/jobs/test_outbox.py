@@ -1,13 +1,19 @@
-"""The durable webhook outbox on SQLite and PostgreSQL, against a real HTTP
-receiver on 127.0.0.1: one delivery per (job, event), retries with backoff on
-a clock the tests move, permanent failures, and rows that outlive the
+"""The durable webhook outbox, the one way webhooks are delivered, on
+SQLite and PostgreSQL against a real HTTP receiver on 127.0.0.1: one
+delivery per (job, event), signed; retries of 5xx, 429, timeouts and
+connection trouble with exponential backoff (or ``Retry-After``) on a clock
+the tests move; giving up at once on other answers (redirects are not
+followed) and after the last attempt; the target checked again at every
+attempt and connected to at the address checked; rows that outlive the
 process (a new Outbox over a new engine delivers them; a dead one's claim
 expires). Two outboxes racing over the same rows send each exactly once."""
 
 from __future__ import annotations
 
+import email.utils
 import json
 import secrets
+import socket
 import threading
 import time
 from datetime import timedelta
@@ -20,7 +26,7 @@ from longdoc.jobs import db
 from longdoc.jobs.models import WebhookOutbox
 from longdoc.jobs.outbox import Outbox
 from longdoc.jobs.repo import JobRepo, KeyRepo
-from longdoc.jobs.webhooks import verify
+from longdoc.jobs.webhooks import check_target, verify
 from tests.jobs.webhook_receiver import Receiver
 
 PAYLOAD = {"event": "job.finished", "job": {"id": "job-1", "state": "succeeded", "title": "Zürich"}}
@@ -205,9 +211,52 @@ def test_retry_after_sets_the_next_attempt(world, receivers, fake_clock):
     assert timedelta(seconds=599) < due - fake_clock.now <= timedelta(seconds=600)  # capped at max_delay_s
 
 
-@pytest.mark.parametrize("status", [404, 410, 307])
+def test_backoff_doubles_from_attempt_to_attempt_and_every_attempt_is_signed(world, receivers, fake_clock):
+    receiver = receivers([(500, {}), (503, {}), (200, {})])
+    job, key = world.job()
+    outbox = world.outbox(base_delay_s=1.0)
+    outbox.enqueue(job.id, receiver.url(), PAYLOAD)
+    waits = []
+    for _ in range(3):
+        fake_clock.advance(world.row(job.id).next_attempt_at - fake_clock.now)
+        before = fake_clock.now
+        assert outbox.deliver_due() == 1
+        row = world.row(job.id)
+        if row.state == "pending":
+            waits.append((row.next_attempt_at - before).total_seconds())
+    # exponential backoff from 1 s with up to 1 s of jitter
+    assert len(waits) == 2 and 1 <= waits[0] <= 2 + 1e-3 and 2 <= waits[1] <= 3 + 1e-3, waits
+    assert world.attempts(job.id) == [(1, 500, None), (2, 503, None), (3, 200, None)]
+    assert all(d.duration_ms >= 0 for d in world.jobs.deliveries(job.id))
+    assert len({r.headers["X-Longdoc-Delivery"] for r in receiver.requests}) == 1
+    for request in receiver.requests:
+        assert json.loads(request.body) == PAYLOAD
+        assert_signed(request, key.webhook_secret)
+        headers = request.headers
+        tampered = request.body.replace(b"succeeded", b"failed")
+        assert not verify(key.webhook_secret, headers["X-Longdoc-Timestamp"], tampered, headers["X-Longdoc-Signature"])
+
+
+def test_retry_after_as_an_http_date(world, receivers, fake_clock):
+    past = email.utils.formatdate(time.time() - 30, usegmt=True)
+    receiver = receivers([(503, {"Retry-After": past}), (503, {"Retry-After": "soon"}), (200, {})])
+    job, _ = world.job()
+    outbox = world.outbox(base_delay_s=2.0)
+    outbox.enqueue(job.id, receiver.url(), PAYLOAD)
+    outbox.deliver_due()
+    assert world.row(job.id).next_attempt_at <= fake_clock.now  # a date already past: due at once
+    before = fake_clock.now
+    assert outbox.deliver_due() == 1
+    wait = (world.row(job.id).next_attempt_at - before).total_seconds()
+    assert 4 <= wait <= 6 + 1e-3  # unparsable: the exponential backoff (2 s · 2 + jitter)
+    fake_clock.advance(timedelta(seconds=7))
+    assert outbox.deliver_due() == 1 and world.row(job.id).state == "delivered"
+
+
+@pytest.mark.parametrize("status", [400, 401, 404, 410, 422, 307])
 def test_a_refusal_fails_the_row_after_one_attempt(world, receivers, fake_clock, status):
-    receiver = receivers([(status, {}), (200, {})])
+    elsewhere = receivers()
+    receiver = receivers([(status, {"Location": elsewhere.url()}), (200, {})])
     job, _ = world.job()
     outbox = world.outbox()
     outbox.enqueue(job.id, receiver.url(), PAYLOAD)
@@ -218,6 +267,7 @@ def test_a_refusal_fails_the_row_after_one_attempt(world, receivers, fake_clock,
     row = world.row(job.id)
     assert (row.state, row.attempts, row.last_error, row.claimed_by) == ("failed", 1, f"HTTP {status}", None)
     assert len(receiver.requests) == 1 and world.attempts(job.id) == [(1, status, None)]
+    assert elsewhere.requests == []  # a redirect is not followed
     assert outbox.pending_count() == 0
 
 
@@ -242,7 +292,11 @@ def test_max_attempts_reached_fails_the_row(world, receivers, fake_clock):
     outbox.enqueue(job.id, receiver.url(), PAYLOAD)
 
     for _ in range(5):
+        before = fake_clock.now
         outbox.deliver_due()
+        row = world.row(job.id)
+        if row.state == "pending":
+            assert row.next_attempt_at - before <= timedelta(seconds=10)  # capped at max_delay_s
         fake_clock.advance(timedelta(seconds=10))
     row = world.row(job.id)
     assert (row.state, row.attempts, row.last_error) == ("failed", 3, "HTTP 500")
@@ -250,18 +304,87 @@ def test_max_attempts_reached_fails_the_row(world, receivers, fake_clock):
     assert len(receiver.requests) == 3
 
 
-def test_connection_trouble_is_retried(world, receivers, fake_clock):
+def test_connection_trouble_is_retried_until_the_last_attempt(world, receivers, fake_clock):
     receiver = receivers()
     url = receiver.url()
     receiver.close()  # nothing listens there now
     job, _ = world.job()
-    outbox = world.outbox()
+    outbox = world.outbox(max_attempts=3)
     outbox.enqueue(job.id, url, PAYLOAD)
 
     assert outbox.deliver_due() == 1
     row = world.row(job.id)
     assert (row.state, row.attempts) == ("pending", 1) and "ConnectError" in row.last_error
     assert row.next_attempt_at > fake_clock.now
+    for _ in range(2):
+        fake_clock.advance(world.row(job.id).next_attempt_at - fake_clock.now)
+        assert outbox.deliver_due() == 1  # never raises
+    assert world.row(job.id).state == "failed"
+    assert [(a, s) for a, s, _ in world.attempts(job.id)] == [(1, None), (2, None), (3, None)]
+    assert all("ConnectError" in e for *_, e in world.attempts(job.id))
+
+
+def test_a_receiver_that_answers_too_late_is_retried(world, receivers, fake_clock):
+    receiver = receivers([(200, {})], delay_s=1.0)
+    job, _ = world.job()
+    outbox = world.outbox(max_attempts=2, timeout_s=0.2)
+    outbox.enqueue(job.id, receiver.url(), PAYLOAD)
+    assert outbox.deliver_due() == 1
+    row = world.row(job.id)
+    assert (row.state, row.attempts) == ("pending", 1) and "Timeout" in row.last_error
+    fake_clock.advance(row.next_attempt_at - fake_clock.now)
+    assert outbox.deliver_due() == 1
+    assert world.row(job.id).state == "failed"
+    assert all(status is None and "Timeout" in error for _, status, error in world.attempts(job.id))
+
+
+# --- the target, checked again at every attempt ------------------------------------------
+
+
+def test_dns_rebinding_after_submit_is_refused_at_delivery(world, receivers, fake_dns):
+    receiver = receivers()
+    answers, _ = fake_dns
+    answers["rebind.example.test"] = [["8.8.8.8"], ["127.0.0.1"]]
+    url = f"http://rebind.example.test:{receiver.port}/hook"
+    check_target(url, allow_private=False)  # public when the job was submitted
+    job, _ = world.job()
+    outbox = world.outbox(allow_private=False)
+    outbox.enqueue(job.id, url, PAYLOAD)
+    assert outbox.deliver_due() == 1
+    row = world.row(job.id)
+    assert row.state == "failed" and row.last_error.startswith("callback_refused") and "loopback" in row.last_error
+    assert receiver.requests == []
+
+
+def test_delivery_connects_to_the_checked_address_and_keeps_the_host(world, receivers, fake_dns):
+    receiver = receivers()
+    answers, lookups = fake_dns
+    # If anything resolved the name a second time it would get a dead address.
+    answers["hooks.example.test"] = [["127.0.0.1"], ["127.0.0.2"]]
+    job, _ = world.job()
+    outbox = world.outbox()
+    outbox.enqueue(job.id, f"http://hooks.example.test:{receiver.port}/in", PAYLOAD)
+    assert outbox.deliver_due() == 1
+    assert world.row(job.id).state == "delivered" and [a[1] for a in world.attempts(job.id)] == [200]
+    assert lookups == ["hooks.example.test"]
+    assert receiver.requests[0].headers["Host"] == f"hooks.example.test:{receiver.port}"
+    assert receiver.requests[0].path == "/in"
+
+
+def test_delivery_falls_back_to_the_next_checked_address(world, receivers, fake_dns):
+    receiver = receivers()
+    answers, _ = fake_dns
+    # 127.0.0.2 is loopback too, but the receiver listens on 127.0.0.1 only.
+    answers["two.example.test"] = [["127.0.0.2", "127.0.0.1"]]
+    with socket.socket() as probe:  # skip where 127.0.0.2 is not a loopback alias
+        if probe.connect_ex(("127.0.0.2", receiver.port)) == 0:
+            pytest.skip("127.0.0.2 reaches the receiver on this machine")
+    job, _ = world.job()
+    outbox = world.outbox()
+    outbox.enqueue(job.id, f"http://two.example.test:{receiver.port}/hook", PAYLOAD)
+    assert outbox.deliver_due() == 1
+    assert world.row(job.id).state == "delivered"
+    assert len(world.attempts(job.id)) == 1 and len(receiver.requests) == 1
 
 
 # --- durability and claims ------------------------------------------------------------

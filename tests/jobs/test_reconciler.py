@@ -1,14 +1,14 @@
-"""Reconcilers: work a dead worker, a lost message or a restarted broker
+"""The reconciler: work a dead worker, a lost message or a restarted broker
 dropped is found in the database and run again.
 
-Embedded (:class:`JobReconciler`): stale running jobs back to the queue
-(at start also those naming a dead process of this host), failed with
-``too_many_attempts`` on the ``service.max_attempts``-th death.
-
-Fleet (:class:`TaskReconciler`, with real :class:`FleetSteps` whose
-``send`` records the messages): stale tasks taken back and sent again,
-lost messages sent again, jobs with no task given their first one, and
-two reconcilers at once sending each stale task once.
+:class:`TaskReconciler`, with real :class:`TaskSteps` whose ``send``
+records the messages: stale tasks taken back and sent again (at start also
+those naming a dead process of this host: the embedded server killed and
+restarted), the job failed with ``too_many_attempts`` on the
+``service.max_attempts``-th takeover or ended cancelled when that was
+asked, lost messages sent again, jobs with no task given their first one
+(also a job left running by a version that ran jobs whole), and two
+reconcilers at once sending each stale task once.
 
 SQLite and PostgreSQL, with a clock the test moves; nothing is parsed.
 """
@@ -25,12 +25,11 @@ from datetime import timedelta
 import pytest
 
 from longdoc.config import load_settings
+from longdoc.jobs.finisher import JobFinisher
 from longdoc.jobs.lease import worker_id
-from longdoc.jobs.reconciler import JobReconciler, TaskReconciler, too_many_attempts
+from longdoc.jobs.reconciler import TaskReconciler, too_many_attempts
 from longdoc.jobs.repo import JobRepo
-from longdoc.jobs.runner import JobFinisher
-from longdoc.jobs.states import JobState
-from longdoc.jobs.steps import FleetSteps
+from longdoc.jobs.steps import TaskSteps
 from longdoc.jobs.task_repo import TaskRepo, group_task
 from longdoc.pipeline import Pipeline
 from longdoc.storage.local import LocalStore
@@ -84,96 +83,11 @@ def dead_pid() -> int:
     return proc.pid
 
 
-# -- embedded: JobReconciler ----------------------------------------------------------
-
-
-class Embedded:
-    def __init__(self, settings, jobs):
-        self.submitted: list = []
-        self.announced: list[str] = []
-        self.reconciler = JobReconciler(settings, jobs, self.submitted.append, self.announced.append)
-
-
-@pytest.fixture
-def embedded(settings, jobs):
-    return Embedded(settings, jobs)
-
-
-def test_a_job_whose_heartbeat_outlived_its_lease_goes_back_to_the_queue(embedded, jobs, fake_clock):
-    elsewhere = "embedded:another-host:4242:0badf00d"  # only the lease can tell
-    stale, fresh = new_job(jobs), new_job(jobs)
-    jobs.start(stale, elsewhere)
-    jobs.start(fresh, elsewhere)
-    fake_clock.advance(30 * S)
-    jobs.heartbeat(fresh)
-    fake_clock.advance(31 * S)  # stale: 61 s without a heartbeat; fresh: 31 s
-    assert embedded.reconciler.run_once() == 1
-    back = jobs.get_any(stale)
-    assert (back.state, back.attempts, back.recoveries, back.worker_id, back.heartbeat_at) == ("queued", 1, 1, None, None)
-    assert [j.id for j in embedded.submitted] == [stale] and embedded.submitted[0].state == "queued"
-    left = jobs.get_any(fresh)
-    assert (left.state, left.worker_id, left.recoveries) == ("running", elsewhere, 0)
-    assert embedded.announced == []
-    assert embedded.reconciler.run_once() == 0  # nothing more to do
-    assert len(embedded.submitted) == 1
-
-
-def test_at_start_a_job_of_a_dead_process_of_this_host_is_recovered_at_once(embedded, jobs):
-    gone = dead_pid()
-    dead = new_job(jobs)
-    jobs.start(dead, f"embedded:{HOST}:{gone}:0badf00d")
-    restarted = new_job(jobs)  # this pid, another token: a container restarted as the same pid
-    jobs.start(restarted, f"embedded:{HOST}:{os.getpid()}:0badf00d")
-    mine = new_job(jobs)
-    jobs.start(mine, worker_id("embedded"))
-    other_host = new_job(jobs)
-    jobs.start(other_host, f"embedded:not-{HOST}:{gone}:0badf00d")
-    unreadable = new_job(jobs)
-    jobs.start(unreadable, "embedded")
-    # every heartbeat is fresh: without at_start nothing is recovered
-    assert embedded.reconciler.run_once() == 0
-    assert embedded.reconciler.run_once(at_start=True) == 2
-    assert {j.id for j in embedded.submitted} == {dead, restarted}
-    assert {jobs.get_any(j).state for j in (dead, restarted)} == {"queued"}
-    assert {jobs.get_any(j).state for j in (mine, other_host, unreadable)} == {"running"}
-    assert embedded.reconciler.run_once(at_start=True) == 0
-
-
-def test_the_max_attempts_th_recovery_fails_the_job_and_announces_it(embedded, jobs, fake_clock):
-    job = new_job(jobs, callback_url="https://example.com/hook")
-    for n in range(1, MAX_ATTEMPTS):
-        assert jobs.start(job, "embedded:another-host:1:0badf00d") is not None
-        fake_clock.advance(PAST_LEASE)
-        assert embedded.reconciler.run_once() == 1
-        assert (jobs.get_any(job).state, jobs.get_any(job).recoveries) == ("queued", n)
-        assert len(embedded.submitted) == n and embedded.announced == []
-    jobs.start(job, "embedded:another-host:1:0badf00d")
-    fake_clock.advance(PAST_LEASE)
-    assert embedded.reconciler.run_once() == 1
-    failed = jobs.get_any(job)
-    assert (failed.state, failed.recoveries, failed.worker_id) == ("failed", MAX_ATTEMPTS, None)
-    assert failed.error["code"] == "too_many_attempts" and failed.finished_at is not None
-    assert failed.error == too_many_attempts(embedded.reconciler.settings)
-    assert embedded.announced == [job]
-    assert len(embedded.submitted) == MAX_ATTEMPTS - 1  # not submitted again
-    assert embedded.reconciler.run_once() == 0
-
-
-def test_a_recovered_job_whose_cancel_was_requested_ends_cancelled(embedded, jobs, fake_clock):
-    job = new_job(jobs)
-    jobs.start(job, "embedded:another-host:1:0badf00d")
-    jobs.request_cancel(job)
-    fake_clock.advance(PAST_LEASE)
-    assert embedded.reconciler.run_once() == 1
-    assert jobs.get_any(job).state == "cancelled"
-    assert embedded.announced == [job] and embedded.submitted == []
-
-
-# -- fleet: TaskReconciler ---------------------------------------------------------------
+# -- the reconciler ------------------------------------------------------------------------
 
 
 class Fleet:
-    """A real FleetSteps (its pipeline never used) whose ``send`` records."""
+    """A real TaskSteps (its pipeline never used) whose ``send`` records."""
 
     def __init__(self, settings, jobs, tasks, tmp_path):
         self.sent: list[tuple[str, str, str, float]] = []
@@ -182,8 +96,8 @@ class Fleet:
         self.store = LocalStore(tmp_path / "store")
         self.pipeline = Pipeline(settings)
         self.finisher = JobFinisher(settings, jobs, self.store, None, announce=self.announced.append)
-        self.steps = FleetSteps(settings, jobs, tasks, self.store, self.pipeline, ScratchDir(tmp_path / "work"),
-                                self.finisher, self.send, worker_id("worker"))
+        self.steps = TaskSteps(settings, jobs, tasks, self.store, self.pipeline, ScratchDir(tmp_path / "work"),
+                               self.finisher, self.send, worker_id("worker"))
 
     def send(self, job_id: str, name: str, queue: str, countdown_s: float) -> None:
         self.sent.append((job_id, name, queue, countdown_s))
@@ -200,7 +114,7 @@ def fleet(settings, jobs, tasks, tmp_path):
 
 
 def running_task(jobs, tasks, job_id: str, name: str, queue: str, worker: str = "worker:w1:1:0badf00d"):
-    jobs.continue_running(job_id, worker)
+    jobs.start(job_id)  # its first task started it (a no-op for a later one)
     tasks.add(job_id, [(name, queue)])
     lease = tasks.start(job_id, name, worker)
     assert lease is not None
@@ -312,9 +226,10 @@ def test_a_running_job_whose_tasks_are_all_done_and_quiet_gets_its_next_tasks(se
     quiet = new_job(jobs, "long", options=options, pages_total=3)
     tasks.finish(running_task(jobs, tasks, quiet, "ingest", "cpu"))
     beating = new_job(jobs, "long", options=options, pages_total=3)
-    tasks.finish(running_task(jobs, tasks, beating, "ingest", "cpu"))
+    lease = running_task(jobs, tasks, beating, "ingest", "cpu")
     fake_clock.advance(PAST_LEASE)
-    jobs.heartbeat(beating)  # its worker is still queueing
+    tasks.heartbeat(lease)
+    tasks.finish(lease)  # its worker finished it just now and is still queueing the next
     counts = rec.run_once()
     assert counts["scheduled"] == len(fleet.sent) >= 1
     queued = {(quiet, t.name, t.queue, 0.0) for t in tasks.of_job(quiet) if t.state == "queued"}
@@ -359,3 +274,76 @@ def test_two_reconcilers_at_once_resend_each_lost_message_once(settings, fleet, 
     counts = race([fleet.reconciler(settings), fleet.reconciler(settings)])
     assert sorted(fleet.sent) == sorted(lost), counts  # each once
     assert sum(c["resent"] for c in counts) == len(lost)
+
+
+# -- at start, cancel, jobs left by the whole-job runner ----------------------------------------
+
+
+def test_at_start_the_tasks_of_a_dead_process_of_this_host_are_taken_back_at_once(settings, fleet, jobs, tasks,
+                                                                                  caplog):
+    rec = fleet.reconciler(settings)
+    gone = dead_pid()
+    held = {
+        "dead": f"embedded:{HOST}:{gone}:0badf00d",
+        "restarted": f"embedded:{HOST}:{os.getpid()}:0badf00d",  # this pid, another token: a container restarted
+        "mine": worker_id("embedded"),
+        "other_host": f"embedded:not-{HOST}:{gone}:0badf00d",
+        "unreadable": "embedded",
+    }
+    ids = {}
+    for what, worker in held.items():
+        ids[what] = new_job(jobs, "long")
+        running_task(jobs, tasks, ids[what], group_task(0), "engine", worker=worker)
+        running_task(jobs, tasks, ids[what], group_task(1), "engine", worker=worker)
+    # every heartbeat is fresh: without at_start nothing is taken back
+    assert rec.run_once()["taken_back"] == 0
+    with caplog.at_level("INFO", logger="longdoc.reconciler"):
+        assert rec.run_once(at_start=True)["taken_back"] == 4
+    recovered = [r for r in caplog.records if r.getMessage() == "job recovered after restart"]
+    assert sorted(r.job_id for r in recovered) == sorted([ids["dead"], ids["restarted"]])  # once per job
+    assert sorted(fleet.sent) == sorted((ids[w], group_task(i), "engine", 0.0)
+                                        for w in ("dead", "restarted") for i in (0, 1))
+    for what, job in ids.items():
+        states = {t.state for t in tasks.of_job(job)}
+        assert states == ({"queued"} if what in ("dead", "restarted") else {"running"}), what
+        assert jobs.get_any(job).state == "running"
+    assert rec.run_once(at_start=True)["taken_back"] == 0
+
+
+def test_a_silent_task_of_a_job_whose_cancel_was_requested_ends_it_cancelled(settings, fleet, jobs, tasks,
+                                                                             fake_clock):
+    rec = fleet.reconciler(settings)
+    job = new_job(jobs, "long", callback_url="https://example.com/hook")
+    running_task(jobs, tasks, job, group_task(0), "engine")
+    tasks.add(job, [(group_task(1), "engine")])
+    jobs.request_cancel(job)
+    fake_clock.advance(PAST_LEASE)
+    assert rec.run_once()["taken_back"] == 0
+    assert jobs.get_any(job).state == "cancelled"
+    assert fleet.announced == [job] and fleet.sent == []
+    assert tasks.open_count(job) == 0
+
+
+@pytest.mark.parametrize("state", ["queued", "running"])
+def test_a_job_left_by_the_whole_job_runner_gets_its_first_task_at_start(settings, fleet, jobs, tasks, state):
+    """Upgraded from a version that ran embedded jobs whole: a job row queued
+    or running, and no task row. At start it is given its first task at
+    once; running, it resumes from its checkpoint."""
+    rec = fleet.reconciler(settings)
+    job = new_job(jobs, "long")
+    if state == "running":
+        jobs.start(job)
+    assert rec.run_once(at_start=True)["scheduled"] == 1
+    assert fleet.sent == [(job, "ingest", "cpu", 0.0)]
+    assert [(t.name, t.state) for t in tasks.of_job(job)] == [("ingest", "queued")]
+
+
+def test_with_a_transport_that_loses_nothing_no_queued_task_is_sent_again(settings, fleet, jobs, tasks, fake_clock):
+    """The embedded server's pools read the rows themselves: a task queued
+    long (waiting for room) is no lost message."""
+    rec = TaskReconciler(settings, jobs, tasks, fleet.steps, fleet.finisher, redeliver=False)
+    job = new_job(jobs, "long")
+    tasks.add(job, [("ingest", "cpu")])
+    fake_clock.advance(PAST_REDELIVER)
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0}
+    assert fleet.sent == []

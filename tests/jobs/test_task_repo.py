@@ -1,7 +1,8 @@
-"""The fleet's task records (``job_tasks``): idempotent queueing, starts
-as compare-and-set, leases that stop working once taken back, what the
-reconciler reads (stale, unstarted, jobs with no open task) and what an
-autoscaler reads (figures per queue and worker). Every case runs on SQLite
+"""Task records (``job_tasks``): the one mapping from lane to queue,
+idempotent queueing, what the embedded pools take next (priority, lanes
+with room, backoff), starts as compare-and-set, leases that stop working
+once taken back, what the reconciler reads (stale, unstarted, jobs with no
+open task) and what an autoscaler reads (figures per queue and worker). Every case runs on SQLite
 and on PostgreSQL, with a clock the test moves."""
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ from longdoc.jobs.task_repo import (
     QueueFigures,
     TaskRepo,
     first_task,
+    first_tasks,
     group_index,
     group_task,
+    queue_for,
+    render_task,
 )
 
 OPTIONS = {"formats": ["md"], "ocr": "auto"}
@@ -68,6 +72,16 @@ def started(tasks: TaskRepo, job_id: str, name: str, queue: str = "cpu", worker:
 def test_first_task_by_lane():
     assert first_task("short") == "whole"
     assert first_task("long") == "ingest"
+    assert first_tasks("short") == [("whole", "short")]
+    assert first_tasks("long") == [("ingest", "cpu")]
+
+
+def test_one_mapping_from_lane_and_task_to_queue():
+    assert queue_for("short", "whole") == "short"
+    for name in ("ingest", render_task(3), "assemble"):
+        assert queue_for("long", name) == "cpu", name
+    assert queue_for("long", group_task(3)) == "engine"
+    assert {queue_for(lane, n) for lane in ("short", "long") for n in ("whole", "ingest", group_task(0))} == set(QUEUES)
 
 
 @pytest.mark.parametrize("index", [0, 1, 3, 41, 999_999, 1_234_567])
@@ -313,74 +327,86 @@ def test_fail_open_fails_only_the_queued_and_running_tasks_of_that_job(jobs, tas
 def test_jobs_without_open_tasks(jobs, tasks, fake_clock):
     grace = timedelta(seconds=60)
     finished = new_job(jobs)  # running, every task done, quiet: its next tasks were lost
-    jobs.start(finished, "w1")
+    jobs.start(finished)
     tasks.finish(started(tasks, finished, "ingest"))
-    beating = new_job(jobs)  # running, every task done, but its job heartbeat is fresh
-    jobs.start(beating, "w1")
-    tasks.finish(started(tasks, beating, "ingest"))
+    recently = new_job(jobs)  # running, every task done, the last one just now: its worker is queueing more
+    jobs.start(recently)
+    lease = started(tasks, recently, "ingest")
+    left = new_job(jobs)  # running with no task at all (left by a version that ran jobs whole)
+    jobs.start(left)
     lost = new_job(jobs)  # queued and never sent
     waiting = new_job(jobs)  # queued with its first task queued
     tasks.add(waiting, [("ingest", "cpu")])
     busy = new_job(jobs)  # running with a running task
-    jobs.start(busy, "w1")
+    jobs.start(busy)
     started(tasks, busy, group_task(0), "engine")
     retried = new_job(jobs)  # running with a task back in the queue
-    jobs.start(retried, "w1")
+    jobs.start(retried)
     tasks.release(started(tasks, retried, group_task(0), "engine"))
     ended = new_job(jobs)  # finished: nothing to schedule
-    jobs.start(ended, "w1")
+    jobs.start(ended)
     jobs.finish(ended, JobState.SUCCEEDED)
     cancelled = new_job(jobs)
     jobs.request_cancel(cancelled)
     fake_clock.advance(61 * S)
-    jobs.heartbeat(beating)
+    tasks.finish(lease)
     recent = new_job(jobs)  # queued, within the grace
-    assert {j.id for j in tasks.jobs_without_open_tasks(grace)} == {finished, lost}
-    assert [j.id for j in tasks.jobs_without_open_tasks(grace)] == [finished, lost]  # first queued first
-    assert {j.id for j in tasks.jobs_without_open_tasks(timedelta(seconds=62))} == set()
+    assert {j.id for j in tasks.jobs_without_open_tasks(grace)} == {finished, left, lost}
+    assert [j.id for j in tasks.jobs_without_open_tasks(grace)][-1] == lost  # first queued first
+    assert {j.id for j in tasks.jobs_without_open_tasks(timedelta(seconds=62))} == {left}
+    assert {j.id for j in tasks.jobs_without_open_tasks(timedelta(0))} == {finished, left, lost, recently, recent}
     fake_clock.advance(61 * S)
-    assert {j.id for j in tasks.jobs_without_open_tasks(grace)} == {finished, lost, beating, recent}
+    assert {j.id for j in tasks.jobs_without_open_tasks(grace)} == {finished, left, lost, recently, recent}
+
+
+# -- what the embedded pools take next ----------------------------------------------------------
+
+
+def test_next_due_takes_the_most_urgent_job_first_then_groups_in_order(jobs, tasks):
+    low, high = new_job(jobs, priority=0), new_job(jobs, priority=7)
+    for job in (low, high):
+        jobs.start(job)
+        tasks.add(job, [(group_task(2), "engine"), (group_task(0), "engine"), (group_task(1), "engine")])
+    taken = []
+    while (due := tasks.next_due("engine")) is not None:
+        assert due.job_state == "running" and due.lane == "long"
+        taken.append((due.job_id, due.name))
+        assert tasks.start(due.job_id, due.name, "w1") is not None
+    assert taken == [(high, group_task(i)) for i in range(3)] + [(low, group_task(i)) for i in range(3)]
+    assert tasks.next_due("cpu") is None
+
+
+def test_next_due_starts_a_queued_job_only_in_a_lane_with_room(jobs, tasks):
+    short, long_ = new_job(jobs, "short"), new_job(jobs, "long")
+    tasks.add(short, first_tasks("short"))
+    tasks.add(long_, first_tasks("long"))
+    assert tasks.next_due("short") is None and tasks.next_due("cpu") is None  # no lane has room
+    assert tasks.next_due("cpu", ("short",)) is None
+    due = tasks.next_due("short", ("short",))
+    assert (due.job_id, due.name, due.job_state, due.lane) == (short, "whole", "queued", "short")
+    assert tasks.next_due("cpu", ("short", "long")).job_id == long_
+    jobs.request_cancel(long_)  # a job that ended is never taken, whatever its rows say
+    assert tasks.next_due("cpu", ("short", "long")) is None
+
+
+def test_next_due_waits_out_a_backoff(jobs, tasks, fake_clock):
+    job = new_job(jobs)
+    jobs.start(job)
+    tasks.release(started(tasks, job, "ingest"), {"code": "storage_error"}, due_in_s=4)
+    assert tasks.next_due("cpu") is None
+    fake_clock.advance(5 * S)
+    assert tasks.next_due("cpu").name == "ingest"
+
+
+def test_running_lists_every_running_task(jobs, tasks):
+    job = new_job(jobs)
+    started(tasks, job, group_task(0), "engine", worker="w1")
+    tasks.finish(started(tasks, job, group_task(1), "engine", worker="w2"))
+    tasks.add(job, [(group_task(2), "engine")])
+    assert [(t.name, t.worker_id) for t in tasks.running()] == [(group_task(0), "w1")]
 
 
 # -- reading ---------------------------------------------------------------------------------
-
-
-def test_busy_seconds_counts_runs_not_time_queued(jobs, tasks, fake_clock):
-    job = new_job(jobs)
-    tasks.add(job, [("ingest", "cpu"), (group_task(0), "engine"), (group_task(1), "engine")])
-    assert tasks.busy_seconds(job) == 0.0
-    fake_clock.advance(100 * S)  # queued, not busy
-    ingest = tasks.start(job, "ingest", "w1")
-    fake_clock.advance(10 * S)
-    tasks.finish(ingest)
-    fake_clock.advance(50 * S)
-    assert tasks.busy_seconds(job) == pytest.approx(10, abs=1e-3)
-    group = tasks.start(job, group_task(0), "w1")
-    fake_clock.advance(5 * S)
-    assert tasks.busy_seconds(job) == pytest.approx(15, abs=1e-3)  # the running one so far
-    fake_clock.advance(2 * S)
-    tasks.finish(group, failed=True, error=ERR)
-    fake_clock.advance(1000 * S)
-    assert tasks.busy_seconds(job) == pytest.approx(17, abs=1e-3)
-    assert tasks.busy_seconds(new_job(jobs)) == 0.0
-
-
-def test_busy_seconds_does_not_count_a_released_or_taken_back_task_waiting_in_the_queue(jobs, tasks, fake_clock):
-    job = new_job(jobs)
-    released = started(tasks, job, group_task(0), "engine")
-    started(tasks, job, group_task(1), "engine")
-    fake_clock.advance(3 * S)
-    tasks.release(released, {"code": "storage_error"})
-    [seen] = tasks.stale(timedelta(0))
-    tasks.take_back(seen)
-    busy = tasks.busy_seconds(job)
-    fake_clock.advance(300 * S)  # both wait in the queue (a backoff, a lost worker)
-    assert tasks.busy_seconds(job) == pytest.approx(busy, abs=1e-3)
-    assert busy <= 6 + 1e-3
-    again = tasks.start(job, group_task(0), "w2")
-    fake_clock.advance(4 * S)
-    assert tasks.busy_seconds(job) == pytest.approx(busy + 4, abs=1e-3)
-    tasks.finish(again)
 
 
 def test_figures_per_queue(jobs, tasks, fake_clock):

@@ -20,6 +20,7 @@ def test_cancel_a_running_job(server, long_doc):
         final = wait_terminal(http, job["id"])
         assert final["state"] == "cancelled", final
         assert final["pages_done"] < long_doc.pages  # stopped between groups, not run to the end
+        assert not (server.root / "data" / "work" / "originals" / job["id"]).exists()  # its local copy went
         r = http.get(f"/v1/jobs/{job['id']}/result")
         assert r.status_code == 409 and error_code(r) == "job_failed"
         assert r.json()["error"]["context"]["job_state"] == "cancelled"
@@ -35,6 +36,7 @@ def test_delete_a_finished_job_removes_its_data(server, report_doc):
     with server.http(key) as http:
         job = accepted(submit(http, report_doc.pdf_path, {"formats": ["md", "json"], "pages": "1-3"}))
         assert wait_terminal(http, job["id"])["state"] == "succeeded"
+        assert not (server.root / "data" / "work" / "originals" / job["id"]).exists()  # no local copy left
         stored = {p.name for p in server.job_files(key.tenant, job["id"])}
         assert {"original", "result.md", "result.json"} <= stored, stored
         r = http.delete(f"/v1/jobs/{job['id']}")

@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from longdoc.jobs import db
 from longdoc.jobs.repo import JobRepo
+from longdoc.jobs.task_repo import TaskRepo
 from tests.service.helpers import accepted, get_job, submit, wait_for, wait_terminal
 
 RECORD = re.compile(r"Record (\d+)\.")
@@ -37,10 +38,11 @@ def pages_counted(srv) -> float:
 
 
 def job_row(srv, job_id: str):
-    """The job as the database holds it (read while no server runs)."""
+    """The job and its tasks as the database holds them (read while no server runs)."""
     engine = db.make_engine(srv.config["database"]["url"])
     try:
-        return JobRepo(db.session_factory(engine)).get_any(job_id)
+        sessions = db.session_factory(engine)
+        return JobRepo(sessions).get_any(job_id), TaskRepo(sessions).of_job(job_id)
     finally:
         engine.dispose()
 
@@ -72,14 +74,14 @@ def test_kill9_mid_document_resumes_and_completes(start_server, long_doc, backen
         final = wait_terminal(http, job["id"])
         assert final["state"] == "succeeded", final
         assert final["pages_done"] == final["pages_total"] == long_doc.pages
-        assert final["attempts"] == 1  # requeued once, by the restart
+        assert final["attempts"] == 1  # its interrupted tasks ran once more, after the restart
         assert_every_page_once_in_order(http, job["id"], long_doc.pages)
         # the checkpointed groups were not redone by the new process
         assert pages_counted(srv) <= long_doc.pages - seen["pages_done"]
     assert "job recovered after restart" in srv.log_text()
 
 
-def test_sigterm_mid_job_requeues_then_completes(start_server, long_doc):
+def test_sigterm_mid_job_puts_its_tasks_back_then_completes(start_server, long_doc):
     srv = start_server()
     key = srv.create_key("graceful")
     with srv.http(key) as http:
@@ -98,14 +100,16 @@ def test_sigterm_mid_job_requeues_then_completes(start_server, long_doc):
     # uvicorn re-raises the signal after a clean shutdown (exit "by SIGTERM")
     assert rc in (0, -signal.SIGTERM), srv.log_tail()
     assert "Application shutdown complete" in srv.log_text()
-    row = job_row(srv, job["id"])
-    assert row.state == "queued" and row.attempts == 1 and row.worker_id is None
+    row, tasks = job_row(srv, job["id"])
+    assert row.state == "running" and row.attempts == 0
+    assert not [t.name for t in tasks if t.state == "running"]  # every running task went back to the queue
+    assert any(t.state == "queued" and t.takeovers == 0 for t in tasks)  # not a takeover: no attempt lost
     assert seen["pages_done"] <= row.pages_done < long_doc.pages
     srv.start()
     with srv.http(key) as http:
         final = wait_terminal(http, job["id"])
         assert final["state"] == "succeeded", final
-        assert final["attempts"] == 1  # the restart found it queued, not orphaned
+        assert final["attempts"] == 1  # the restart ran its put-back tasks once more, orphaning none
         assert_every_page_once_in_order(http, job["id"], long_doc.pages)
         assert pages_counted(srv) <= long_doc.pages - row.pages_done
     assert "job requeued for shutdown" in srv.log_text()

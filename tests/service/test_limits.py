@@ -1,6 +1,8 @@
 """Limits and their error codes: upload size (refused before the body is
 read), page count, pixel count, type, encryption, options, callback targets,
-rate limit, queue bound; ``page_not_ready`` for a queued job."""
+rate limit, queue bound, jobs at once (a short document is never stuck
+behind long ones; the most urgent job starts first); ``page_not_ready`` for
+a queued job."""
 
 from __future__ import annotations
 
@@ -198,3 +200,35 @@ def test_queue_full_and_pages_of_queued_and_running_jobs(start_server, long_doc,
         assert hooks == {queued["id"]: "cancelled", running["id"]: "cancelled"}
     finally:
         receiver.close()
+
+
+def test_a_short_document_is_not_stuck_behind_long_ones(start_server, long_doc, report_doc):
+    srv = start_server(service={"max_concurrency": 2})  # at most one long job at once
+    key = srv.create_key("lanes")
+    with srv.http(key) as http:
+        first = accepted(submit(http, long_doc.pdf_path, {"formats": ["txt"]}))
+        wait_for(http, first["id"], lambda j: j["state"] == "running" and j["pages_done"] > 0)
+        second = accepted(submit(http, long_doc.pdf_path, {"formats": ["md"]}))  # other options: another job
+        short = accepted(submit(http, report_doc.pdf_path, {"formats": ["md"]}))
+        assert (short["lane"], first["lane"]) == ("short", "long")
+        assert wait_terminal(http, short["id"])["state"] == "succeeded"
+        assert get_job(http, first["id"])["state"] == "running"  # the short one did not wait for it
+        assert get_job(http, second["id"])["state"] == "queued"  # nor for the long one queued before it
+        for job in (first, second):
+            assert http.delete(f"/v1/jobs/{job['id']}").status_code == 202
+        assert {wait_terminal(http, j["id"])["state"] for j in (first, second)} == {"cancelled"}
+
+
+def test_the_most_urgent_queued_job_starts_first(start_server, long_doc, report_doc):
+    srv = start_server(service={"max_concurrency": 1})
+    key = srv.create_key("priority")
+    with srv.http(key) as http:
+        running = accepted(submit(http, long_doc.pdf_path, {"formats": ["txt"]}))
+        wait_for(http, running["id"], lambda j: j["state"] == "running")
+        low = accepted(submit(http, report_doc.pdf_path, {"formats": ["md"], "pages": "1-2"}))
+        high = accepted(submit(http, report_doc.pdf_path, {"formats": ["md"], "pages": "3-4", "priority": 5}))
+        assert (get_job(http, high["id"])["queue_position"], get_job(http, low["id"])["queue_position"]) == (0, 1)
+        assert http.delete(f"/v1/jobs/{running['id']}").status_code == 202
+        low_done, high_done = wait_terminal(http, low["id"]), wait_terminal(http, high["id"])
+        assert low_done["state"] == high_done["state"] == "succeeded"
+        assert high_done["finished_at"] <= low_done["started_at"]  # one at a time, the urgent one first

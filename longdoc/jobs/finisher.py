@@ -1,19 +1,12 @@
-"""Run one job: the same pipeline as the CLI, with the database as the
-source of truth and the object store holding input, checkpoint and exports.
-
-``run(job_id)`` is short-lived and safe to call twice: it starts the job
-only if it is still queued (an atomic conditional update), resumes from the
-job's checkpoint in the store, and stops between groups on cancel, timeout
-or shutdown. Every outcome is written to the job row; an accepted job never
-vanishes (an unexpected error fails it with ``internal_error``; a shutdown
-puts it back in the queue).
+"""What a job's tasks write to its record: progress page by page
+(:class:`JobProgress`) and its end (:class:`JobFinisher`: final state,
+figures, exports in the store, metrics, the webhook), the same on the
+fleet and in the embedded server (:mod:`longdoc.jobs.steps` calls them).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -23,9 +16,8 @@ from typing import Any
 import psutil
 
 from longdoc.config import Settings
-from longdoc.errors import JobCancelled, JobTimedOut, LeaseLost, LongdocError, ShuttingDown
+from longdoc.errors import JobCancelled, LongdocError
 from longdoc.export import DEFAULT_FORMATS
-from longdoc.jobs.lease import Heartbeat
 from longdoc.jobs.metrics import Metrics
 from longdoc.jobs.models import Job
 from longdoc.jobs.repo import JobRepo
@@ -34,8 +26,6 @@ from longdoc.model import DocumentStatus, Page
 from longdoc.pipeline import ParseOptions, ParseResult, Pipeline
 from longdoc.storage import keys
 from longdoc.storage.base import ObjectStore
-from longdoc.storage.checkpoint import StoreCheckpoint
-from longdoc.storage.scratch import ScratchDir
 
 log = logging.getLogger("longdoc.jobs")
 
@@ -55,25 +45,20 @@ class Finished:
 
 
 class JobProgress:
-    """Pipeline progress → job row (pages done, per-page status, heartbeat)
+    """Pipeline progress → job row (pages done, per-page status)
     and metrics. Called after each checkpointed group with its pages."""
 
     def __init__(self, repo: JobRepo, job_id: str, metrics: Metrics | None) -> None:
         self.repo, self.job_id, self.metrics = repo, job_id, metrics
         self.done = 0
-        #: seconds per page stage (render, recognize, layout, text_layer),
-        #: summed over the job's pages, resumed ones included
-        self.stage_seconds: dict[str, float] = {}
 
     def start(self, name: str, total_pages: int) -> None:
         self.repo.set_total(self.job_id, total_pages)
 
     def advance(self, pages: Sequence[Page], *, resumed: bool = False) -> None:
         self.done += len(pages)
-        for page in pages:
-            for stage, seconds in page.timings.items():
-                self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + seconds
-            if self.metrics is not None and not resumed:
+        if self.metrics is not None and not resumed:
+            for page in pages:
                 self._observe(page)
         self.repo.progress(self.job_id, [_page_row(p) for p in pages])
 
@@ -120,15 +105,17 @@ class JobFinisher:
         self.announce = announce
 
     def parsed(self, job: Job, options: ParseOptions, result: ParseResult, pipeline: Pipeline, seconds: float,
-               peak_rss: int, stage_seconds: dict[str, float]) -> Finished:
-        """The job parsed to the end: its exports are stored; record the outcome."""
+               peak_rss: int) -> Finished:
+        """The job parsed to the end: its exports are stored; record the
+        outcome (``timings``: the page stages summed over its pages, and the
+        run's own figures)."""
         for fmt, path in result.outputs.items():
             self.store.put_file(keys.export_key(job.tenant, job.id, fmt), path)
         engine = pipeline.engine_name_version(options)
         return self.finish(
             job, _STATE[result.status], seconds, peak_rss, error=_all_failed(result),
             failed_pages=result.failed_pages,
-            timings={**{k: round(v, 4) for k, v in stage_seconds.items()}, **result.timings},
+            timings={**{k: round(v, 4) for k, v in result.stage_seconds.items()}, **result.timings},
             engine=engine[0], engine_version=engine[1],
         )
 
@@ -165,81 +152,6 @@ class JobFinisher:
             except LongdocError:  # deleted meanwhile
                 continue
         return total
-
-
-class JobRunner:
-    """Runs whole jobs in this process (the embedded backend), one call per
-    job, holding the job's lease (its row's worker id and heartbeat) from
-    a :class:`~longdoc.jobs.lease.Heartbeat` thread while it runs."""
-
-    def __init__(
-        self,
-        settings: Settings,
-        repo: JobRepo,
-        store: ObjectStore,
-        pipeline: Pipeline,
-        scratch: ScratchDir,
-        metrics: Metrics | None = None,
-        worker_id: str = "embedded",
-        announce: Callable[[str], None] | None = None,
-    ) -> None:
-        self.settings, self.repo, self.store, self.pipeline = settings, repo, store, pipeline
-        self.scratch = scratch
-        self.metrics = metrics
-        self.worker_id = worker_id
-        self.shutting_down = threading.Event()
-        self.finisher = JobFinisher(settings, repo, store, metrics, announce)
-
-    def run(self, job_id: str) -> Finished | None:
-        """Run ``job_id`` if it is still queued; returns its final state, or
-        None when it was not started (taken elsewhere, cancelled), was put
-        back in the queue (shutdown) or was taken over (lease lost)."""
-        job = self.repo.start(job_id, self.worker_id)
-        if job is None:
-            return None
-        t0 = time.monotonic()
-        deadline = t0 + self.settings.service.timeout_seconds
-        options = job_options(job)
-        checkpoint = StoreCheckpoint(self.store, keys.checkpoint_prefix(job.tenant, job_id))
-        progress = JobProgress(self.repo, job_id, self.metrics)
-        rss = PeakRss()
-        beat = Heartbeat(lambda: self.repo.heartbeat(job_id, self.worker_id), self.settings.queue.lease_seconds / 3)
-
-        def control() -> None:
-            rss.sample()
-            if beat.lost.is_set():
-                raise LeaseLost("The job's lease was taken back by another worker.")
-            if self.shutting_down.is_set():
-                raise ShuttingDown("The server is shutting down; the job goes back to the queue.")
-            if self.repo.is_cancel_requested(job_id):
-                raise JobCancelled("The job was cancelled.")
-            if time.monotonic() > deadline:
-                raise JobTimedOut(f"The job ran past its {self.settings.service.timeout_seconds} s limit.")
-
-        log.info("job started", extra={"job_id": job_id, "tenant": job.tenant, "attempt": job.attempts})
-        try:
-            with beat, self.scratch.job(job_id) as tmp:
-                original = fetch_original(self.store, job, tmp / "original")
-                result = self.pipeline.parse(
-                    original, tmp / "out", options, progress=progress, checkpoint=checkpoint,
-                    stem="result", control=control, name=job.filename, owner=job.tenant,
-                )
-                rss.sample()
-                return self.finisher.parsed(job, options, result, self.pipeline, time.monotonic() - t0, rss.peak,
-                                            progress.stage_seconds)
-        except LeaseLost:
-            log.warning("job lease lost; another worker runs it", extra={"job_id": job_id})
-            return None
-        except ShuttingDown:
-            self.repo.requeue(job_id)
-            log.info("job requeued for shutdown", extra={"job_id": job_id, "tenant": job.tenant})
-            return None
-        except BaseException as exc:  # never lose an accepted job
-            if not isinstance(exc, LongdocError):
-                log.exception("job crashed", extra={"job_id": job_id, "tenant": job.tenant})
-                if not isinstance(exc, Exception):
-                    raise
-            return self.finisher.stopped(job, exc, time.monotonic() - t0, rss.peak)
 
 
 def _all_failed(result: ParseResult) -> dict | None:

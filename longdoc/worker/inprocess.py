@@ -1,0 +1,203 @@
+"""The embedded server's transport: the fleet's three queues served by
+bounded pools of threads in the server process, instead of Celery::
+
+    short   service.max_concurrency threads          a short document's ``whole``
+    cpu     max(1, service.max_concurrency - 1)      ingest, render:N, assemble
+    engine  max(1, service.max_concurrency - 1)      group:N
+
+The same task rows, leases, heartbeats and reconciler as on the fleet: a
+pool's feeder thread takes the next due task of its queue from the
+database when one of its threads is free (:meth:`TaskRepo.next_due`: the
+most urgent job first, then first queued, then page groups in order),
+starts it (its lease) and hands it to the thread, which runs it with
+:meth:`TaskSteps.run_started`, the step a Celery worker runs. No message
+can be lost: :meth:`InProcessTransport.send` only wakes the feeder of the
+task's queue (after its countdown), and every feeder also looks every
+:data:`POLL_S` seconds (a task due after a backoff, room freed elsewhere).
+
+A queued job's first task starts only while fewer than
+``service.max_concurrency`` jobs run (counted in the database), of which
+at most ``max_concurrency - 1`` long ones (when it is above 1): a short
+document always has room, and a pool of its own, so it is never stuck
+behind long ones.
+
+:meth:`InProcessTransport.stop` stops the feeders and tells running tasks
+to stop at their next group boundary (:attr:`TaskSteps.stopping`: they go
+back to the queue with their finished groups checkpointed and resume
+after the restart), waiting for them up to a timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+from longdoc.config import Settings
+from longdoc.jobs.repo import JobRepo
+from longdoc.jobs.states import JobState
+from longdoc.jobs.steps import TaskSteps
+from longdoc.jobs.task_repo import QUEUES, Lease, TaskRepo
+
+log = logging.getLogger("longdoc.dispatch")
+
+#: how often an idle feeder looks at its queue without being woken, in seconds
+POLL_S = 2.0
+_START_TRIES = 5
+
+
+def pool_sizes(max_concurrency: int) -> dict[str, int]:
+    """Threads per queue for ``service.max_concurrency`` jobs at once."""
+    long_ones = max(1, max_concurrency - 1)
+    return {"short": max_concurrency, "cpu": long_ones, "engine": long_ones}
+
+
+class InProcessTransport:
+    def __init__(self, settings: Settings, tasks: TaskRepo, jobs: JobRepo) -> None:
+        self.max_jobs = settings.service.max_concurrency
+        self.sizes = pool_sizes(self.max_jobs)
+        self.tasks, self.jobs = tasks, jobs
+        self._steps: TaskSteps | None = None
+        self._pools: dict[str, _Pool] = {}
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()  # one pick at a time: admission counts what is starting
+        self._starting: dict[str, str] = {}  # job id → lane: first tasks started here, still running
+
+    # -- what the task steps call -------------------------------------------------
+
+    def send(self, job_id: str, name: str, queue_name: str, countdown_s: float = 0.0) -> None:
+        """The task's row is queued: wake its queue's feeder (after
+        ``countdown_s``). Before :meth:`start` and after :meth:`stop` it
+        does nothing: the row waits in the database."""
+        pool = self._pools.get(queue_name)
+        if pool is None or self._stopping.is_set():
+            return
+        if countdown_s > 0:
+            timer = threading.Timer(countdown_s, pool.wake)
+            timer.daemon = True
+            timer.start()
+        else:
+            pool.wake()
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    def start(self, steps: TaskSteps) -> None:
+        """Start a pool per queue running tasks with ``steps``."""
+        self._steps = steps
+        for name in QUEUES:
+            self._pools[name] = _Pool(name, self.sizes[name], self._pick, self._run, self._stopping)
+        for pool in self._pools.values():
+            pool.start()
+
+    def begin_stop(self) -> None:
+        """Take no more tasks; running ones stop at their next group. Only
+        sets flags, so safe in a signal handler."""
+        self._stopping.set()
+        if self._steps is not None:
+            self._steps.stopping.set()
+
+    def stop(self, timeout: float) -> None:
+        """:meth:`begin_stop`, then wait up to ``timeout`` seconds for the
+        running tasks to go back to the queue (or end)."""
+        self.begin_stop()
+        deadline = time.monotonic() + timeout
+        for pool in self._pools.values():
+            pool.wake()
+        for pool in self._pools.values():
+            pool.join(deadline)
+
+    # -- the pools' two calls -------------------------------------------------------
+
+    def _pick(self, queue_name: str) -> Lease | None:
+        """Start the next task of ``queue_name`` this process may run now."""
+        assert self._steps is not None
+        with self._lock:
+            lanes = self._room()
+            for _ in range(_START_TRIES):  # another process may start the same row first
+                due = self.tasks.next_due(queue_name, lanes)
+                if due is None:
+                    return None
+                lease = self.tasks.start(due.job_id, due.name, self._steps.worker_id)
+                if lease is not None:
+                    if due.job_state == JobState.QUEUED.value:
+                        self._starting[due.job_id] = due.lane
+                    return lease
+        return None
+
+    def _room(self) -> tuple[str, ...]:
+        """The lanes a new job may start in now."""
+        running = self.jobs.running_lanes()
+        running.update(self._starting)  # started here, maybe not yet running in the database
+        if len(running) >= self.max_jobs:
+            return ()
+        long_running = sum(1 for lane in running.values() if lane == "long")
+        if self.max_jobs > 1 and long_running >= self.max_jobs - 1:
+            return ("short",)
+        return ("short", "long")
+
+    def _run(self, lease: Lease) -> None:
+        assert self._steps is not None
+        try:
+            self._steps.run_started(lease)
+        finally:
+            with self._lock:
+                self._starting.pop(lease.job_id, None)
+            for pool in self._pools.values():  # a job may have ended: room for another
+                pool.wake()
+
+
+class _Pool:
+    """One queue's threads and their feeder."""
+
+    def __init__(self, name: str, size: int, pick: Callable[[str], Lease | None], run: Callable[[Lease], None],
+                 stopping: threading.Event) -> None:
+        self.name, self.size = name, size
+        self._pick, self._run, self._stopping = pick, run, stopping
+        self._free = threading.Semaphore(size)
+        self._wake = threading.Event()
+        self._handoff: queue.SimpleQueue[Lease | None] = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._work, name=f"longdoc-{name}-{i}", daemon=True)
+                         for i in range(size)]
+        self._feeder = threading.Thread(target=self._feed, name=f"longdoc-{name}-feeder", daemon=True)
+
+    def start(self) -> None:
+        for thread in [*self._threads, self._feeder]:
+            thread.start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def join(self, deadline: float) -> None:
+        for thread in [self._feeder, *self._threads]:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _feed(self) -> None:
+        while not self._stopping.is_set():
+            if not self._free.acquire(timeout=POLL_S):
+                continue
+            lease = None
+            while lease is None and not self._stopping.is_set():
+                self._wake.clear()
+                try:
+                    lease = self._pick(self.name)
+                except Exception as exc:  # the database blinked: look again shortly
+                    log.warning("could not take a task", extra={"queue": self.name, "error": type(exc).__name__})
+                if lease is None:
+                    self._wake.wait(POLL_S)
+            if lease is None:
+                self._free.release()
+                break
+            self._handoff.put(lease)
+        for _ in self._threads:
+            self._handoff.put(None)
+
+    def _work(self) -> None:
+        while (lease := self._handoff.get()) is not None:
+            try:
+                self._run(lease)
+            except Exception:  # the steps record failures themselves; never lose a thread
+                log.exception("task raised", extra={"job_id": lease.job_id, "task": lease.name})
+            finally:
+                self._free.release()
