@@ -69,16 +69,19 @@ def test_kill9_mid_document_resumes_and_completes(start_server, long_doc, backen
         job = accepted(submit(http, long_doc.pdf_path, {"formats": ["txt", "json"]}))
         seen = mid_job(http, job["id"], long_doc.pages)
     srv.kill9()
+    _, tasks = job_row(srv, job["id"])
+    interrupted = [t.name for t in tasks if t.state == "running"]  # killed between two tasks: none
     srv.start()
     with srv.http(key) as http:
         final = wait_terminal(http, job["id"])
         assert final["state"] == "succeeded", final
         assert final["pages_done"] == final["pages_total"] == long_doc.pages
-        assert final["attempts"] == 1  # its interrupted tasks ran once more, after the restart
+        # its interrupted tasks ran once more, after the restart
+        assert final["attempts"] == (1 if interrupted else 0), (interrupted, final)
         assert_every_page_once_in_order(http, job["id"], long_doc.pages)
         # the checkpointed groups were not redone by the new process
         assert pages_counted(srv) <= long_doc.pages - seen["pages_done"]
-    assert "job recovered after restart" in srv.log_text()
+    assert bool(interrupted) == ("job recovered after restart" in srv.log_text())
 
 
 def test_sigterm_mid_job_puts_its_tasks_back_then_completes(start_server, long_doc):
@@ -105,14 +108,18 @@ def test_sigterm_mid_job_puts_its_tasks_back_then_completes(start_server, long_d
     assert not [t.name for t in tasks if t.state == "running"]  # every running task went back to the queue
     assert any(t.state == "queued" and t.takeovers == 0 for t in tasks)  # not a takeover: no attempt lost
     assert seen["pages_done"] <= row.pages_done < long_doc.pages
+    # a task that had not reached its next group when the signal came went back to the queue (it had run
+    # once); one past its last group finished instead: which of the two, the timing decides
+    put_back = [t.name for t in tasks if t.state == "queued" and t.attempts >= 1]
+    assert bool(put_back) == ("job requeued for shutdown" in srv.log_text()), (put_back, srv.log_tail())
     srv.start()
     with srv.http(key) as http:
         final = wait_terminal(http, job["id"])
         assert final["state"] == "succeeded", final
-        assert final["attempts"] == 1  # the restart ran its put-back tasks once more, orphaning none
+        # the restart ran its put-back tasks once more, orphaning none; with none put back, nothing ran twice
+        assert final["attempts"] == (1 if put_back else 0), (put_back, final)
         assert_every_page_once_in_order(http, job["id"], long_doc.pages)
         assert pages_counted(srv) <= long_doc.pages - row.pages_done
-    assert "job requeued for shutdown" in srv.log_text()
 
 
 def test_job_accepted_then_kill9_is_not_lost(start_server, long_doc, report_doc):
