@@ -1,21 +1,17 @@
-"""Limits and their error codes: upload size (refused before the body is
-read), page count, pixel count, type, encryption, options, callback targets,
-rate limit, queue bound, jobs at once (a short document is never stuck
-behind long ones; the most urgent job starts first); ``page_not_ready`` for
-a queued job."""
+"""Limits of the served process: upload size (refused before the body is
+read, over a real socket), the synchronous parse's bound, the queue bound
+and ``page_not_ready`` for a queued job (input errors, the rate limit and
+the order jobs start in are in tests/api/test_limits.py, in process)."""
 
 from __future__ import annotations
 
-import io
 import json
 import socket
 import time
-import zipfile
 
 import httpx
 import pytest
 
-from tests.ingest.files import encrypted_pdf, png_claiming_size
 from tests.jobs.webhook_receiver import Receiver
 from tests.service.conftest import Server
 from tests.service.helpers import accepted, error_code, get_job, submit, wait_for, wait_terminal
@@ -102,38 +98,6 @@ def test_upload_over_the_limit_is_refused(limited, limited_key, tmp_path):
         assert http.get("/v1/jobs").json()["items"] == []
 
 
-def test_input_errors_have_stable_codes(limited, limited_key, long_doc, report_doc, tmp_path):
-    bomb = png_claiming_size(tmp_path / "bomb.png", 100_000, 100_000)
-    archive = tmp_path / "bundle.pdf"  # a ZIP whatever its name says
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("a.txt", "hello")
-    archive.write_bytes(buf.getvalue())
-    locked = encrypted_pdf(tmp_path / "locked.pdf", user_password="secret")
-    with limited.http(limited_key) as http:
-        cases = [
-            (submit(http, long_doc.pdf_path), 422, "too_many_pages"),       # 600 pages > 20
-            (submit(http, bomb), 422, "image_too_large"),
-            (submit(http, archive), 415, "unsupported_type"),
-            (submit(http, locked), 422, "encrypted_pdf"),
-            (http.post("/v1/jobs", files={"file": ("a.pdf", report_doc.pdf_path.read_bytes())},
-                       data={"options": "{not json"}), 400, "invalid_option"),
-            (submit(http, report_doc.pdf_path, {"formats": ["docx"]}), 400, "invalid_option"),
-            (submit(http, report_doc.pdf_path, {"surprise": True}), 400, "invalid_option"),
-            (submit(http, report_doc.pdf_path, {"pages": "50-60"}), 422, "invalid_page_range"),
-            (submit(http, report_doc.pdf_path, {"callback_url": "http://127.0.0.1:9/hook"}), 422, "callback_refused"),
-            (submit(http, report_doc.pdf_path, {"callback_url": "file:///etc/passwd"}), 422, "callback_refused"),
-        ]
-        for i, (r, status, code) in enumerate(cases):
-            assert (r.status_code, error_code(r)) == (status, code), (i, r.text)
-            body = r.json()["error"]
-            assert body["message"] and body["hint"], body
-        # a document within every limit is accepted
-        job = accepted(submit(http, report_doc.pdf_path, {"pages": "1-2", "formats": ["txt"]}))
-        assert job["pages_total"] == 2
-        # nothing refused was stored as a job
-        assert [j["id"] for j in http.get("/v1/jobs").json()["items"]] == [job["id"]]
-        assert wait_terminal(http, job["id"])["state"] == "succeeded"
 
 
 def test_sync_parse_that_takes_too_long_answers_202_and_carries_on(limited, limited_key, sample_pdf):
@@ -147,17 +111,6 @@ def test_sync_parse_that_takes_too_long_answers_202_and_carries_on(limited, limi
         assert txt.status_code == 200 and txt.text.strip()
 
 
-def test_rate_limit(server):
-    key = server.create_key("rate", rate_limit=5)
-    with server.http(key) as http:
-        for _ in range(5):
-            assert http.get("/v1/jobs").status_code == 200
-        r = http.get("/v1/jobs")
-        assert r.status_code == 429 and error_code(r) == "rate_limited"
-        assert int(r.headers["Retry-After"]) >= 1
-        assert r.json()["error"]["retryable"] is True
-    with server.http(server.create_key("rate-other")) as other:  # the limit is per key
-        assert other.get("/v1/jobs").status_code == 200
 
 
 def test_queue_full_and_pages_of_queued_and_running_jobs(start_server, long_doc, report_doc, sample_pdf):
@@ -202,33 +155,4 @@ def test_queue_full_and_pages_of_queued_and_running_jobs(start_server, long_doc,
         receiver.close()
 
 
-def test_a_short_document_is_not_stuck_behind_long_ones(start_server, long_doc, report_doc):
-    srv = start_server(service={"max_concurrency": 2})  # at most one long job at once
-    key = srv.create_key("lanes")
-    with srv.http(key) as http:
-        first = accepted(submit(http, long_doc.pdf_path, {"formats": ["txt"]}))
-        wait_for(http, first["id"], lambda j: j["state"] == "running" and j["pages_done"] > 0)
-        second = accepted(submit(http, long_doc.pdf_path, {"formats": ["md"]}))  # other options: another job
-        short = accepted(submit(http, report_doc.pdf_path, {"formats": ["md"]}))
-        assert (short["lane"], first["lane"]) == ("short", "long")
-        assert wait_terminal(http, short["id"])["state"] == "succeeded"
-        assert get_job(http, first["id"])["state"] == "running"  # the short one did not wait for it
-        assert get_job(http, second["id"])["state"] == "queued"  # nor for the long one queued before it
-        for job in (first, second):
-            assert http.delete(f"/v1/jobs/{job['id']}").status_code == 202
-        assert {wait_terminal(http, j["id"])["state"] for j in (first, second)} == {"cancelled"}
 
-
-def test_the_most_urgent_queued_job_starts_first(start_server, long_doc, report_doc):
-    srv = start_server(service={"max_concurrency": 1})
-    key = srv.create_key("priority")
-    with srv.http(key) as http:
-        running = accepted(submit(http, long_doc.pdf_path, {"formats": ["txt"]}))
-        wait_for(http, running["id"], lambda j: j["state"] == "running")
-        low = accepted(submit(http, report_doc.pdf_path, {"formats": ["md"], "pages": "1-2"}))
-        high = accepted(submit(http, report_doc.pdf_path, {"formats": ["md"], "pages": "3-4", "priority": 5}))
-        assert (get_job(http, high["id"])["queue_position"], get_job(http, low["id"])["queue_position"]) == (0, 1)
-        assert http.delete(f"/v1/jobs/{running['id']}").status_code == 202
-        low_done, high_done = wait_terminal(http, low["id"]), wait_terminal(http, high["id"])
-        assert low_done["state"] == high_done["state"] == "succeeded"
-        assert high_done["finished_at"] <= low_done["started_at"]  # one at a time, the urgent one first

@@ -1,8 +1,7 @@
-"""Access: API keys (missing, wrong, revoked), tenant isolation, admin token."""
+"""Access: API keys (missing, wrong, revoked), tenant isolation, admin token (in process)."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from tests.service.helpers import accepted, error_code, submit, wait_terminal
@@ -36,11 +35,11 @@ def test_revoked_key_gets_401(server):
     key = server.create_key("revoked")
     with server.http(key) as http:
         assert http.get("/v1/jobs").status_code == 200
-        r = httpx.delete(f"{server.url}/admin/keys/{key.id}", headers=server.admin_headers())
+        r = server.request("DELETE", f"/admin/keys/{key.id}", headers=server.admin_headers())
         assert r.status_code == 204
         r = http.get("/v1/jobs")
         assert r.status_code == 401 and error_code(r) == "unauthorized"
-    listed = httpx.get(f"{server.url}/admin/keys", params={"tenant": "revoked"}, headers=server.admin_headers()).json()
+    listed = server.request("GET", "/admin/keys", params={"tenant": "revoked"}, headers=server.admin_headers()).json()
     assert [k["revoked_at"] is not None for k in listed if k["id"] == key.id] == [True]
     assert all("key" not in k and "key_hash" not in k for k in listed)
 
@@ -66,14 +65,14 @@ def test_admin_api_needs_the_admin_token(server):
         for method, url, body in (("GET", "/admin/keys", None), ("POST", "/admin/keys", {"tenant": "evil"}),
                                   ("DELETE", f"/admin/keys/{api_key.id}", None),
                                   ("POST", "/admin/retention/run", None)):
-            r = httpx.request(method, f"{server.url}{url}", headers=headers, json=body)
+            r = server.request(method, url, headers=headers, json=body)
             assert r.status_code == 403, (method, url, headers, r.text)
     # and the right token works: a key made over the admin API is usable at once
-    r = httpx.post(f"{server.url}/admin/keys", json={"tenant": "made-by-admin"}, headers=server.admin_headers())
+    r = server.request("POST", "/admin/keys", json={"tenant": "made-by-admin"}, headers=server.admin_headers())
     assert r.status_code == 201, r.text
     created = r.json()
     assert created["key"].startswith("ld_") and created["webhook_secret"]
-    assert httpx.get(f"{server.url}/v1/jobs", headers={"Authorization": f"Bearer {created['key']}"}).status_code == 200
+    assert server.request("GET", "/v1/jobs", headers={"Authorization": f"Bearer {created['key']}"}).status_code == 200
     # the api key itself was not revoked by the refused DELETE
     with server.http(api_key) as http:
         assert http.get("/v1/jobs").status_code == 200

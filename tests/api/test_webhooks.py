@@ -1,5 +1,6 @@
-"""Signed webhooks on a real receiver on 127.0.0.1 (the server allows
-private targets; refusing them is tested in test_limits)."""
+"""Signed webhooks on a real receiver on 127.0.0.1, from the service in
+process (it allows private targets; refusing them is tested in
+tests/service/test_limits.py)."""
 
 from __future__ import annotations
 

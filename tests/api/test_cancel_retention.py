@@ -1,10 +1,8 @@
-"""Cancel and delete; retention expiry."""
+"""Cancel and delete; retention expiry; the job deadline (in process)."""
 
 from __future__ import annotations
 
 import time
-
-import httpx
 
 from tests.service.helpers import accepted, error_code, submit, wait_for, wait_terminal
 
@@ -49,8 +47,8 @@ def test_delete_a_finished_job_removes_its_data(server, report_doc):
         assert job["id"] not in {j["id"] for j in http.get("/v1/jobs").json()["items"]}
 
 
-def test_retention_expires_finished_jobs(start_server, report_doc):
-    srv = start_server(service={"retention_hours": 0.0005})  # 1.8 s
+def test_retention_expires_finished_jobs(start_app, report_doc):
+    srv = start_app(service={"retention_hours": 0.0005})  # 1.8 s
     key = srv.create_key("retention")
     with srv.http(key) as http:
         job = accepted(submit(http, report_doc.pdf_path, {"formats": ["md"], "pages": "1-2"}))
@@ -60,7 +58,7 @@ def test_retention_expires_finished_jobs(start_server, report_doc):
         deadline = time.monotonic() + 60
         while (state := http.get(f"/v1/jobs/{job['id']}").json()["state"]) != "expired":
             assert time.monotonic() < deadline, f"still {state}"
-            r = httpx.post(f"{srv.url}/admin/retention/run", headers=srv.admin_headers())
+            r = srv.request("POST", "/admin/retention/run", headers=srv.admin_headers())
             assert r.status_code == 200 and isinstance(r.json()["expired"], int)
             time.sleep(0.5)
         r = http.get(f"/v1/jobs/{job['id']}/result")
@@ -73,8 +71,8 @@ def test_retention_expires_finished_jobs(start_server, report_doc):
         assert http.get(f"/v1/jobs/{job['id']}").status_code == 404
 
 
-def test_job_over_its_time_limit_fails_with_job_timeout(start_server, long_doc):
-    srv = start_server(service={"timeout_seconds": 1})  # the long document needs several
+def test_job_over_its_time_limit_fails_with_job_timeout(start_app, long_doc):
+    srv = start_app(service={"timeout_seconds": 1})  # the long document needs several
     key = srv.create_key("timeout")
     with srv.http(key) as http:
         job = accepted(submit(http, long_doc.pdf_path, {"formats": ["md"]}))
