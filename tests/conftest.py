@@ -92,9 +92,8 @@ SLOW_FILES = (   # seconds each took in one process on 2 cores, 2026-12-03
     "tests/engines/test_backends.py",               # 23
     "tests/service/test_limits.py",                 # 22
     "tests/service/test_exports_api.py",            # 20
-    "tests/service/test_cancel_retention.py",       # 17
+    "tests/api/test_cancel_retention.py",           # 17 (as a served process)
     "tests/eval/test_devset.py",                    # 17
-    "tests/service/test_auth.py",                   # 17
     "tests/service/test_openapi_fuzz.py",           # 14
     "tests/service/test_openai_engine.py",          # 11
 )
@@ -108,7 +107,11 @@ SLOW_FILES = (   # seconds each took in one process on 2 cores, 2026-12-03
 #: Everything else needs no model; in the fast tier a test that loads one
 #: anyway fails, naming this list.
 MODEL_FILES = (
-    "tests/client/", "tests/service/", "tests/worker/",
+    "tests/client/", "tests/worker/",
+    "tests/service/test_console.py", "tests/service/test_durability.py", "tests/service/test_exports_api.py",
+    "tests/service/test_hardening.py", "tests/service/test_job_flow.py", "tests/service/test_limits.py",
+    "tests/service/test_native_engine.py", "tests/service/test_openai_engine.py",
+    "tests/service/test_openapi_fuzz.py", "tests/service/test_ops.py",
     "tests/engines/test_backends.py", "tests/engines/test_cascade.py", "tests/engines/test_codes.py",
     "tests/engines/test_openai_standin.py", "tests/engines/test_rapidocr_engine.py",
     "tests/engines/test_symbol_runs.py", "tests/engines/test_tesseract_engine.py",
