@@ -44,7 +44,8 @@ class ServiceSettings(_Section):
     timeout_seconds: int = Field(default=600, ge=1, description="a job's deadline: wall-clock seconds from its "
                                  "start (its first task), whatever ran, waited or restarted in between; checked "
                                  "when a task starts and between page groups, on both backends; past it the job "
-                                 "fails job_timeout")
+                                 "fails job_timeout (a reconciler fails it queue.lease_seconds later should its "
+                                 "engine never return)")
     max_queued: int = Field(default=1000, ge=1, description="queued jobs, counted exactly; then submit answers 429 "
                             "queue_full")
     short_doc_pages: int = Field(default=16, ge=1, description="documents up to this many pages use the short lane")
@@ -300,7 +301,8 @@ class QueueSettings(_Section):
                                    "redis://127.0.0.1:6379/0 or amqp://guest:guest@127.0.0.1:5672//")
     lease_seconds: float = Field(default=60.0, ge=1.0, description="a running task whose heartbeat is older than "
                                  "this is taken back and run again from its last checkpointed group (its worker "
-                                 "heartbeats every third of it)")
+                                 "heartbeats every third of it); also the grace a job's task has to stop it past its "
+                                 "deadline or a cancel before a reconciler ends it")
     redeliver_after_seconds: float = Field(default=120.0, ge=1.0, description="celery: a task queued this long "
                                            "without starting is sent again (its message was lost, e.g. the broker "
                                            "restarted); a second copy is harmless")

@@ -5,6 +5,15 @@ fleet runs one in every worker process, the embedded server one in its
 own process (the fleet's API runs none: with no worker alive there is
 nothing to hand work to).
 
+- a running job past its deadline (``service.timeout_seconds`` from its
+  start) by more than a grace of ``queue.lease_seconds`` fails
+  ``job_timeout``, and one whose cancel was requested more than that grace
+  ago ends cancelled, with its open tasks, when its own task did not end it
+  (it checks only between page groups: an engine that never returns on a
+  page would hold the job running forever, its heartbeat fresh). The stuck
+  run, should it ever return, finds its lease gone and writes nothing (the
+  embedded server also gives its pool thread up:
+  :mod:`longdoc.worker.inprocess`);
 - a running task whose heartbeat went stale is taken back and sent again
   (the job fails with ``too_many_attempts`` when this would be that task's
   ``service.max_attempts``-th silent worker: it is what kills them; a job
@@ -31,16 +40,16 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from longdoc.config import Settings
-from longdoc.errors import TooManyAttempts
+from longdoc.errors import JobCancelled, JobStopped, TooManyAttempts
 from longdoc.jobs.finisher import JobFinisher
 from longdoc.jobs.lease import dead_on_this_host
 from longdoc.jobs.models import JobTask
 from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import IllegalTransition, JobState
-from longdoc.jobs.steps import TaskSteps
+from longdoc.jobs.steps import TaskSteps, job_timed_out
 from longdoc.jobs.task_repo import TaskRepo, queue_for
 
 log = logging.getLogger("longdoc.reconciler")
@@ -53,12 +62,14 @@ def too_many_attempts(settings: Settings) -> dict:
 
 
 class TaskReconciler:
-    """Stale leases, lost messages, jobs with no task."""
+    """Overdue jobs, stale leases, lost messages, jobs with no task."""
 
     def __init__(self, settings: Settings, repo: JobRepo, tasks: TaskRepo, steps: TaskSteps,
                  finisher: JobFinisher, *, redeliver: bool = True) -> None:
         self.settings, self.repo, self.tasks, self.steps, self.finisher = settings, repo, tasks, steps, finisher
         self.redeliver = redeliver
+        #: job id → when this reconciler first saw its cancel requested (the row keeps no time for it)
+        self._cancel_seen: dict[str, datetime] = {}
 
     def run_once(self, *, at_start: bool = False) -> dict[str, int]:
         """One pass; returns how many tasks it took back, resent, and jobs it
@@ -67,7 +78,7 @@ class TaskReconciler:
         waiting for their grace (this process just started: nothing of its
         own is between two steps)."""
         q = self.settings.queue
-        counts = {"taken_back": 0, "resent": 0, "scheduled": 0}
+        counts = {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": self._end_overdue()}
         stale = self.tasks.stale(timedelta(seconds=q.lease_seconds))
         if at_start:
             seen = {(t.job_id, t.name) for t in stale}
@@ -91,6 +102,42 @@ class TaskReconciler:
         if any(counts.values()):
             log.info("reconciled", extra=counts)
         return counts
+
+    def _end_overdue(self) -> int:
+        """End the running jobs whose tasks did not stop them in time: past
+        their deadline by more than the grace (``queue.lease_seconds``) →
+        failed ``job_timeout``; cancel requested more than the grace ago →
+        cancelled. Returns how many it ended. The request's time is when
+        this reconciler first saw it (the row keeps none), so a cancel
+        takes effect within the grace and a pass."""
+        grace = timedelta(seconds=self.settings.queue.lease_seconds)
+        limit = timedelta(seconds=self.settings.service.timeout_seconds)
+        now = self.repo.now()
+        ended = 0
+        overdue = self.repo.running_overdue(limit + grace)
+        cancelled = {job.id for job in overdue if job.cancel_requested}
+        self._cancel_seen = {j: self._cancel_seen.get(j, now) for j in cancelled}
+        for job in overdue:  # a cancel first, as a task's own control checks it
+            if job.cancel_requested and now - self._cancel_seen[job.id] > grace:
+                ended += self._end_stuck(job, JobCancelled("The job was cancelled."), "cancel requested")
+            elif job.started_at is not None and now - job.started_at > limit + grace:
+                ended += self._end_stuck(job, job_timed_out(self.settings), "past its deadline")
+        return ended
+
+    def _end_stuck(self, job, exc: JobStopped, why: str) -> int:
+        """End ``job`` as its task would have with ``exc`` (the same final
+        state and error) and close its open tasks; their runs, should they
+        return, find their leases gone."""
+        seconds = max(0.0, (self.repo.now() - job.started_at).total_seconds()) if job.started_at else 0.0
+        try:
+            self.finisher.stopped(job, exc, seconds, 0)
+        except IllegalTransition:
+            return 0  # its task (or another reconciler) ended it meanwhile
+        closed = self.tasks.fail_open(job.id, exc.to_dict())
+        self._cancel_seen.pop(job.id, None)
+        log.warning("job ended: its task did not stop it", extra={
+            "job_id": job.id, "why": why, "error": exc.code, "open_tasks": closed})
+        return 1
 
     def _take_back(self, task: JobTask) -> int:
         job = self.repo.get_any(task.job_id)

@@ -79,6 +79,10 @@ class _Repo:
         self._sessions = sessions
         self._now = clock
 
+    def now(self) -> datetime:
+        """The repository's clock (UTC, aware): what its cutoffs are measured against."""
+        return self._now()
+
     @contextmanager
     def _tx(self) -> Iterator[Session]:
         """A session in a transaction, committed on a clean exit."""
@@ -336,6 +340,16 @@ class JobRepo(_Repo):
         admission counts against ``service.max_concurrency``)."""
         with self._tx() as s:
             return dict(s.execute(select(Job.id, Job.lane).where(Job.state == JobState.RUNNING.value)).all())
+
+    def running_overdue(self, started_before: timedelta) -> list[Job]:
+        """Running jobs started more than ``started_before`` ago, or whose
+        cancel was requested: those the reconciler ends when their tasks
+        did not (an engine that never returns)."""
+        cutoff = self._now() - started_before
+        with self._tx() as s:
+            return list(s.scalars(select(Job).where(
+                Job.state == JobState.RUNNING.value, or_(Job.started_at < cutoff, Job.cancel_requested.is_(True)))
+                .order_by(Job.started_at).limit(500)))
 
     def queue_depth_by_lane(self) -> dict[str, int]:
         """Queued jobs per lane, every lane present."""

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -83,6 +83,7 @@ from longdoc.jobs.task_repo import (
     render_task,
 )
 from longdoc.jobs.prepared import PreparedSource, prepare_group
+from longdoc.model import Page
 from longdoc.pipeline import Pipeline
 from longdoc.pipeline.run import TEXT_LAYER_VERSION, OpenDocument
 from longdoc.plan import plan_groups
@@ -97,6 +98,8 @@ log = logging.getLogger("longdoc.jobs")
 #: transport (the broker, or the embedded server's pools)
 Send = Callable[[str, str, str, float], None]
 TRANSIENT = (DatabaseUnavailable, StorageError, BrokerUnavailable)
+#: ``held(confirm=False)``: raise LeaseLost unless the run still holds its task
+Held = Callable[..., None]
 
 
 def _ahead(names: list[str], rows: dict[str, str], limit: int) -> list[str]:
@@ -147,9 +150,19 @@ class TaskSteps:
             self.repo.count_attempt(job_id, lease.attempt - 1)
         rss = PeakRss()
         beat = Heartbeat(lambda: self.tasks.heartbeat(lease), self.settings.queue.lease_seconds / 3)
+
+        def held(confirm: bool = False) -> None:
+            """Raise LeaseLost unless this run still holds its task: checked
+            before it writes what outlives the task (a group's checkpoint;
+            with ``confirm``, in the database, the exports), so a run whose
+            job was ended under it (the reconciler ends a job whose engine
+            never returned) writes nothing when it comes back."""
+            if beat.lost.is_set() or (confirm and not self.tasks.heartbeat(lease)):
+                raise LeaseLost("The task's lease is gone (taken back, or its job ended); it writes nothing more.")
+
         try:
             with beat:
-                self._step(job, name, lambda: self._control(job, beat, rss), rss)
+                self._step(job, name, lambda: self._control(job, beat, rss), rss, held)
         except LeaseLost:
             log.warning("task lease lost; another worker runs it", extra={"job_id": job_id, "task": name})
             return "lost"
@@ -166,18 +179,18 @@ class TaskSteps:
         self.schedule(self.repo.get_any(job_id))
         return "done"
 
-    def _step(self, job: Job, name: str, control: Callable[[], None], rss: PeakRss) -> None:
+    def _step(self, job: Job, name: str, control: Callable[[], None], rss: PeakRss, held: Held) -> None:
         index = group_index(name)
         if name == INGEST:
-            self._ingest(job, control)
+            self._ingest(job, control, held)
         elif name == WHOLE:
-            self._whole(job, control, rss)
+            self._whole(job, control, rss, held)
         elif (rendering := render_index(name)) is not None:
             self._render(job, rendering, control)
         elif index is not None:
-            self._group(job, index, control)
+            self._group(job, index, control, held)
         elif name == ASSEMBLE:
-            self._assemble(job, control, rss)
+            self._assemble(job, control, rss, held)
         else:
             raise ValueError(f"unknown task {name!r}")
 
@@ -193,28 +206,29 @@ class TaskSteps:
             raise JobCancelled("The job was cancelled.")
         limit = self.settings.service.timeout_seconds
         if job.started_at is not None and datetime.now(UTC) > job.started_at + timedelta(seconds=limit):
-            raise JobTimedOut(f"The job ran past its {limit} s limit (counted from its start).")
+            raise job_timed_out(self.settings)
 
     # -- the three kinds of task ---------------------------------------------------------
 
-    def _ingest(self, job: Job, control: Callable[[], None]) -> None:
+    def _ingest(self, job: Job, control: Callable[[], None], held: Held) -> None:
         """Open the document, plan its groups, begin its checkpoint."""
         control()
         options = job_options(job)
         original = self._original(job)
-        with self.pipeline.open_document(original, options, self._checkpoint(job), name=job.filename) as doc:
+        with self.pipeline.open_document(original, options, self._checkpoint(job, held), name=job.filename) as doc:
             self.repo.set_total(job.id, len(doc.numbers))
 
-    def _whole(self, job: Job, control: Callable[[], None], rss: PeakRss) -> None:
+    def _whole(self, job: Job, control: Callable[[], None], rss: PeakRss, held: Held) -> None:
         """The whole pipeline in this task, as one process runs it."""
         options = job_options(job)
         progress = JobProgress(self.repo, job.id, self.finisher.metrics)
         with self.scratch.task(job.id) as tmp:
             original = self._original(job)
             result = self.pipeline.parse(original, tmp / "out", options, progress=progress,
-                                         checkpoint=self._checkpoint(job), stem="result", control=control,
+                                         checkpoint=self._checkpoint(job, held), stem="result", control=control,
                                          name=job.filename, owner=job.tenant)
             rss.sample()
+            held(True)
             self._finish_parsed(job, options, result, rss)
 
     def _finish_parsed(self, job: Job, options, result, rss: PeakRss) -> None:
@@ -237,12 +251,12 @@ class TaskSteps:
                           options, needs_context, self.store, keys.work_prefix(job.tenant, job.id, index),
                           TEXT_LAYER_VERSION)
 
-    def _group(self, job: Job, index: int, control: Callable[[], None]) -> None:
+    def _group(self, job: Job, index: int, control: Callable[[], None], held: Held) -> None:
         """Recognize, lay out and checkpoint one page group from what its
         render task prepared (or, should that be gone, from the document)."""
         control()
         options = job_options(job)
-        checkpoint = self._checkpoint(job)
+        checkpoint = self._checkpoint(job, held)
         progress = JobProgress(self.repo, job.id, self.finisher.metrics)
         prefix = keys.work_prefix(job.tenant, job.id, index)
         try:
@@ -258,7 +272,7 @@ class TaskSteps:
         self.pipeline.run_groups(doc, options, checkpoint, progress, control, job.tenant, only={index})
         self.store.delete_prefix(prefix)
 
-    def _assemble(self, job: Job, control: Callable[[], None], rss: PeakRss) -> None:
+    def _assemble(self, job: Job, control: Callable[[], None], rss: PeakRss, held: Held) -> None:
         """Stitch the checkpointed pages, store the exports, end the job."""
         control()
         options = job_options(job)
@@ -268,14 +282,16 @@ class TaskSteps:
                                              begin=False) as doc:
                 result = self.pipeline.assemble(doc, options, self._checkpoint(job), tmp / "out", "result")
             rss.sample()
+            held(True)
             self._finish_parsed(job, options, result, rss)
         self.store.delete_prefix(keys.work_prefix(job.tenant, job.id))
 
     def _original(self, job: Job) -> Path:
         return self.originals.path(job.id, job.size_bytes, lambda dest: fetch_original(self.store, job, dest))
 
-    def _checkpoint(self, job: Job) -> StoreCheckpoint:
-        return StoreCheckpoint(self.store, keys.checkpoint_prefix(job.tenant, job.id))
+    def _checkpoint(self, job: Job, held: Held | None = None) -> StoreCheckpoint:
+        prefix = keys.checkpoint_prefix(job.tenant, job.id)
+        return StoreCheckpoint(self.store, prefix) if held is None else _HeldCheckpoint(self.store, prefix, held)
 
     # -- what comes next ------------------------------------------------------------------
 
@@ -377,6 +393,30 @@ class TaskSteps:
         except LongdocError:
             pass  # retention removes it with the job
         return "failed"
+
+
+class _HeldCheckpoint(StoreCheckpoint):
+    """A job's checkpoint that writes only while the run holds its task."""
+
+    def __init__(self, store: ObjectStore, prefix: str, held: Held) -> None:
+        super().__init__(store, prefix)
+        self._held = held
+
+    def begin(self, fingerprint: str) -> None:
+        self._held()
+        super().begin(fingerprint)
+
+    def save_group(self, group_index: int, pages: Iterable[Page], complete: bool) -> None:
+        self._held()
+        super().save_group(group_index, pages, complete)
+
+
+def job_timed_out(settings: Settings) -> JobTimedOut:
+    """The error of a job past its deadline (``service.timeout_seconds``),
+    raised by its task or, should the task never get there (an engine
+    that does not return), recorded by the reconciler."""
+    limit = settings.service.timeout_seconds
+    return JobTimedOut(f"The job ran past its {limit} s limit (counted from its start).")
 
 
 def _seconds_since(moment: datetime | None) -> float:

@@ -196,6 +196,14 @@ class TaskRepo(_Repo):
         """Refresh the lease; False once it was taken back."""
         return self._held(lease, heartbeat_at=self._now())
 
+    def holds(self, lease: Lease) -> bool:
+        """Whether ``lease`` still holds its task (read only): False once the
+        task was taken back, or failed because its job ended."""
+        with self._tx() as s:
+            return s.scalar(select(func.count()).select_from(JobTask).where(
+                JobTask.job_id == lease.job_id, JobTask.name == lease.name, JobTask.state == RUNNING,
+                JobTask.lease == lease.token)) == 1
+
     def finish(self, lease: Lease, *, failed: bool = False, error: dict[str, Any] | None = None) -> bool:
         """running → done (or failed) if ``lease`` still holds the task."""
         return self._held(lease, state=FAILED if failed else DONE, error=error, finished_at=self._now(),

@@ -21,6 +21,16 @@ at most ``max_concurrency - 1`` long ones (when it is above 1): a short
 document always has room, and a pool of its own, so it is never stuck
 behind long ones.
 
+A pool keeps its size in working threads: a thread still busy on a task
+whose lease is gone (its job was ended under it, e.g. by the reconciler
+past its deadline or a cancel, because an engine never returned on a page;
+or the task was taken back) on two looks of the transport's watchdog
+(every :data:`POLL_S` seconds, on tasks running longer than
+``queue.lease_seconds``) is abandoned, with a warning naming job and task:
+its slot goes to a new thread, and the abandoned one, should it ever
+return, exits instead of taking more work (its run, finding its lease
+gone, writes nothing).
+
 :meth:`InProcessTransport.stop` stops the feeders and tells running tasks
 to stop at their next group boundary (:attr:`TaskSteps.stopping`: they go
 back to the queue with their finished groups checkpointed and resume
@@ -57,6 +67,7 @@ def pool_sizes(max_concurrency: int) -> dict[str, int]:
 class InProcessTransport:
     def __init__(self, settings: Settings, tasks: TaskRepo, jobs: JobRepo) -> None:
         self.max_jobs = settings.service.max_concurrency
+        self.lease_s = settings.queue.lease_seconds
         self.sizes = pool_sizes(self.max_jobs)
         self.tasks, self.jobs = tasks, jobs
         self._steps: TaskSteps | None = None
@@ -64,6 +75,7 @@ class InProcessTransport:
         self._stopping = threading.Event()
         self._lock = threading.Lock()  # one pick at a time: admission counts what is starting
         self._starting: dict[str, str] = {}  # job id → lane: first tasks started here, still running
+        self._watchdog = threading.Thread(target=self._watch, name="longdoc-pool-watchdog", daemon=True)
 
     # -- what the task steps call -------------------------------------------------
 
@@ -90,6 +102,7 @@ class InProcessTransport:
             self._pools[name] = _Pool(name, self.sizes[name], self._pick, self._run, self._stopping)
         for pool in self._pools.values():
             pool.start()
+        self._watchdog.start()
 
     def begin_stop(self) -> None:
         """Take no more tasks; running ones stop at their next group. Only
@@ -148,6 +161,47 @@ class InProcessTransport:
                 pool.wake()
 
 
+    # -- the watchdog -----------------------------------------------------------------
+
+    def _watch(self) -> None:
+        """Every :data:`POLL_S` seconds until stopped: :meth:`_look`."""
+        lost: set[tuple[int, str]] = set()
+        while not self._stopping.wait(POLL_S):
+            try:
+                lost = self._look(lost)
+            except Exception as exc:  # the database blinked: look again next time
+                log.warning("could not look at the pools' threads", extra={"error": type(exc).__name__}, exc_info=True)
+
+    def _look(self, lost: set[tuple[int, str]]) -> set[tuple[int, str]]:
+        """Abandon the threads busy on a task whose lease was already gone at
+        the previous look (``lost``: ``(thread id, lease token)``); returns
+        those whose lease is gone now. Only tasks running longer than the
+        lease are looked up: one ended under its thread was ended at least
+        that long after it started."""
+        now = time.monotonic()
+        gone: set[tuple[int, str]] = set()
+        for pool in self._pools.values():
+            for thread, lease, since in pool.busy():
+                if now - since < self.lease_s:
+                    continue
+                key = (id(thread), lease.token)
+                if key in lost:
+                    if pool.abandon(thread, lease):
+                        self._abandoned(pool, thread, lease, now - since)
+                elif not self.tasks.holds(lease):
+                    gone.add(key)
+        return gone
+
+    def _abandoned(self, pool: _Pool, thread: threading.Thread, lease: Lease, busy_s: float) -> None:
+        with self._lock:
+            self._starting.pop(lease.job_id, None)
+        for each in self._pools.values():  # its slot is free again, and its job no longer counts
+            each.wake()
+        log.warning("pool thread abandoned: its task's lease is gone and it has not returned; a new thread "
+                    "takes its place", extra={"job_id": lease.job_id, "task": lease.name, "queue": pool.name,
+                                              "pool_thread": thread.name, "busy_s": round(busy_s, 1)})
+
+
 class _Pool:
     """One queue's threads and their feeder."""
 
@@ -158,19 +212,51 @@ class _Pool:
         self._free = threading.Semaphore(size)
         self._wake = threading.Event()
         self._handoff: queue.SimpleQueue[Lease | None] = queue.SimpleQueue()
-        self._threads = [threading.Thread(target=self._work, name=f"longdoc-{name}-{i}", daemon=True)
-                         for i in range(size)]
+        self._lock = threading.Lock()
+        self._made = 0
+        self._threads = [self._thread() for _ in range(size)]  # the working ones (never an abandoned one)
+        self._busy: dict[threading.Thread, tuple[Lease, float]] = {}  # thread → its task, since (monotonic)
+        self._abandoned: set[threading.Thread] = set()
         self._feeder = threading.Thread(target=self._feed, name=f"longdoc-{name}-feeder", daemon=True)
+
+    def _thread(self) -> threading.Thread:
+        self._made += 1
+        return threading.Thread(target=self._work, name=f"longdoc-{self.name}-{self._made - 1}", daemon=True)
 
     def start(self) -> None:
         for thread in [*self._threads, self._feeder]:
             thread.start()
 
+    def busy(self) -> list[tuple[threading.Thread, Lease, float]]:
+        """``(thread, its task's lease, since)`` of every working thread busy now."""
+        with self._lock:
+            return [(t, lease, since) for t, (lease, since) in self._busy.items() if t not in self._abandoned]
+
+    def abandon(self, thread: threading.Thread, lease: Lease) -> bool:
+        """Give up ``thread``, still busy on ``lease``'s task: its slot goes to
+        a new thread; it exits should it ever return. False when it is no
+        longer busy on that task."""
+        with self._lock:
+            busy = self._busy.get(thread)
+            if busy is None or busy[0] is not lease or thread in self._abandoned:
+                return False
+            self._abandoned.add(thread)
+            self._threads.remove(thread)
+            fresh = None if self._stopping.is_set() else self._thread()
+            if fresh is not None:
+                self._threads.append(fresh)
+        if fresh is not None:
+            fresh.start()
+        self._free.release()
+        return True
+
     def wake(self) -> None:
         self._wake.set()
 
     def join(self, deadline: float) -> None:
-        for thread in [self._feeder, *self._threads]:
+        with self._lock:
+            threads = [self._feeder, *self._threads]
+        for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
 
     def _feed(self) -> None:
@@ -190,14 +276,28 @@ class _Pool:
                 self._free.release()
                 break
             self._handoff.put(lease)
-        for _ in self._threads:
+        with self._lock:
+            working = len(self._threads)
+        for _ in range(working):
             self._handoff.put(None)
 
     def _work(self) -> None:
+        me = threading.current_thread()
         while (lease := self._handoff.get()) is not None:
+            with self._lock:
+                self._busy[me] = (lease, time.monotonic())
             try:
                 self._run(lease)
             except Exception:  # the steps record failures themselves; never lose a thread
                 log.exception("task raised", extra={"job_id": lease.job_id, "task": lease.name})
             finally:
-                self._free.release()
+                with self._lock:
+                    del self._busy[me]
+                    abandoned = me in self._abandoned
+                    self._abandoned.discard(me)
+                if not abandoned:
+                    self._free.release()
+            if abandoned:  # its slot went to a new thread
+                log.info("an abandoned pool thread returned; it exits", extra={
+                    "job_id": lease.job_id, "task": lease.name, "queue": self.name})
+                return

@@ -8,7 +8,10 @@ restarted), the job failed with ``too_many_attempts`` on the
 ``service.max_attempts``-th takeover or ended cancelled when that was
 asked, lost messages sent again, jobs with no task given their first one
 (also a job left running by a version that ran jobs whole), and two
-reconcilers at once sending each stale task once.
+reconcilers at once sending each stale task once; a job whose task keeps
+beating but never stops it (an engine that does not return) failed
+``job_timeout`` past its deadline and the grace, or ended cancelled a grace
+after its cancel was first seen, its stuck run's lease gone.
 
 SQLite and PostgreSQL, with a clock the test moves; nothing is parsed.
 """
@@ -29,7 +32,7 @@ from longdoc.jobs.finisher import JobFinisher
 from longdoc.jobs.lease import worker_id
 from longdoc.jobs.reconciler import TaskReconciler, too_many_attempts
 from longdoc.jobs.repo import JobRepo
-from longdoc.jobs.steps import TaskSteps
+from longdoc.jobs.steps import TaskSteps, job_timed_out
 from longdoc.jobs.task_repo import TaskRepo, group_task
 from longdoc.pipeline import Pipeline
 from longdoc.storage.local import LocalStore
@@ -134,14 +137,14 @@ def test_a_stale_running_task_is_taken_back_and_sent_again_to_its_queue(settings
     fake_clock.advance(30 * S)
     tasks.heartbeat(beating)
     fake_clock.advance(31 * S)
-    assert rec.run_once() == {"taken_back": 2, "resent": 0, "scheduled": 0}
+    assert rec.run_once() == {"taken_back": 2, "resent": 0, "scheduled": 0, "ended": 0}
     assert sorted(fleet.sent) == sorted([(long_job, group_task(2), "engine", 0.0), (short_job, "whole", "short", 0.0)])
     back = task_row(tasks, long_job, group_task(2))
     assert (back.state, back.lease, back.worker_id, back.takeovers) == ("queued", None, None, 1)
     assert not tasks.heartbeat(old)  # the silent worker, should it wake, stops
     assert task_row(tasks, alive, "ingest").state == "running"
     assert {jobs.get_any(j).state for j in (long_job, short_job, alive)} == {"running"}
-    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0}
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 0}
     assert len(fleet.sent) == 2
 
 
@@ -153,7 +156,7 @@ def test_the_max_attempts_th_takeover_fails_the_job_and_its_open_tasks(settings,
     for n in range(1, MAX_ATTEMPTS):
         running_task(jobs, tasks, job, name, "engine")
         fake_clock.advance(PAST_LEASE)
-        assert rec.run_once() == {"taken_back": 1, "resent": 0, "scheduled": 0}
+        assert rec.run_once() == {"taken_back": 1, "resent": 0, "scheduled": 0, "ended": 0}
         assert task_row(tasks, job, name).takeovers == n
         assert fleet.sent[-1] == (job, name, "engine", 0.0) and len(fleet.sent) == n
     tasks.add(job, [(group_task(1), "engine")])
@@ -174,7 +177,7 @@ def test_the_max_attempts_th_takeover_fails_the_job_and_its_open_tasks(settings,
         group_task(5): ("done", None),
     }
     assert tasks.open_count(job) == 0
-    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0}
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 0}
     assert fleet.announced == [job]
 
 
@@ -186,7 +189,7 @@ def test_a_queued_task_never_started_is_sent_again_once_per_pass_that_finds_it(s
     fake_clock.advance(100 * S)
     tasks.add(job, [(group_task(0), "engine")])  # sent 100 s later
     fake_clock.advance(21 * S)
-    assert rec.run_once() == {"taken_back": 0, "resent": 1, "scheduled": 0}
+    assert rec.run_once() == {"taken_back": 0, "resent": 1, "scheduled": 0, "ended": 0}
     assert fleet.sent == [(job, "ingest", "cpu", 0.0)]
     assert rec.run_once()["resent"] == 0  # touch moved its enqueued_at
     fake_clock.advance(100 * S)
@@ -208,7 +211,7 @@ def test_a_queued_job_with_no_task_gets_its_first_task(settings, fleet, jobs, ta
     recent = new_job(jobs, lane)
     assert rec.run_once()["scheduled"] == 0  # within the grace
     fake_clock.advance(31 * S)
-    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 1}
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 1, "ended": 0}
     assert fleet.sent == [(job, first, queue, 0.0)]
     assert [(t.name, t.queue, t.state) for t in tasks.of_job(job)] == [(first, queue, "queued")]
     assert tasks.of_job(recent) == []
@@ -345,5 +348,64 @@ def test_with_a_transport_that_loses_nothing_no_queued_task_is_sent_again(settin
     job = new_job(jobs, "long")
     tasks.add(job, [("ingest", "cpu")])
     fake_clock.advance(PAST_REDELIVER)
-    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0}
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 0}
     assert fleet.sent == []
+
+
+# -- jobs whose tasks never stop them (an engine that does not return) ----------------------------
+
+
+def test_a_job_past_its_deadline_whose_task_still_beats_fails_job_timeout_after_the_grace(settings, fleet, jobs,
+                                                                                          tasks, fake_clock):
+    rec = TaskReconciler(settings, jobs, tasks, fleet.steps, fleet.finisher, redeliver=False)  # the queued group waits
+    limit = settings.service.timeout_seconds
+    job = new_job(jobs, "long", callback_url="https://example.com/hook")
+    stuck = running_task(jobs, tasks, job, group_task(0), "engine")
+    tasks.add(job, [(group_task(1), "engine")])
+    fake_clock.advance(timedelta(seconds=limit + LEASE - 1))
+    assert tasks.heartbeat(stuck)  # its heartbeat thread keeps the lease fresh
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 0}  # within the grace
+    fake_clock.advance(2 * S)
+    assert tasks.heartbeat(stuck)
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 1}
+    failed = jobs.get_any(job)
+    assert failed.state == "failed" and failed.error == job_timed_out(settings).to_dict()
+    assert failed.error["code"] == "job_timeout"
+    assert fleet.announced == [job] and fleet.sent == []
+    assert {t.name: (t.state, t.error["code"]) for t in tasks.of_job(job)} == {
+        group_task(0): ("failed", "job_timeout"), group_task(1): ("failed", "job_timeout")}
+    assert not tasks.heartbeat(stuck) and not tasks.holds(stuck) and not tasks.finish(stuck)  # should it return
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 0}
+    assert fleet.announced == [job]
+
+
+def test_a_cancel_its_running_task_never_sees_ends_the_job_cancelled_after_the_grace(settings, fleet, jobs, tasks,
+                                                                                   fake_clock):
+    rec = fleet.reconciler(settings)
+    job = new_job(jobs, "short")
+    stuck = running_task(jobs, tasks, job, "whole", "short")
+    fake_clock.advance(10 * S)
+    jobs.request_cancel(job)
+    assert rec.run_once()["ended"] == 0  # seen now: its task has the grace to stop
+    fake_clock.advance(timedelta(seconds=LEASE - 1))
+    assert tasks.heartbeat(stuck)
+    assert rec.run_once()["ended"] == 0
+    assert jobs.get_any(job).state == "running"
+    fake_clock.advance(2 * S)
+    assert tasks.heartbeat(stuck)
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 1}
+    ended = jobs.get_any(job)
+    assert ended.state == "cancelled" and ended.error is None and not ended.cancel_requested
+    assert [(t.state, t.error["code"]) for t in tasks.of_job(job)] == [("failed", "job_cancelled")]
+    assert not tasks.heartbeat(stuck)
+    assert tasks.open_count(job) == 0 and fleet.sent == []
+
+
+def test_a_healthy_job_within_its_deadline_is_left_alone(settings, fleet, jobs, tasks, fake_clock):
+    rec = fleet.reconciler(settings)
+    job = new_job(jobs, "long")
+    lease = running_task(jobs, tasks, job, group_task(0), "engine")
+    fake_clock.advance(timedelta(seconds=settings.service.timeout_seconds - 1))
+    assert tasks.heartbeat(lease)
+    assert rec.run_once()["ended"] == 0
+    assert jobs.get_any(job).state == "running" and tasks.holds(lease)

@@ -2,8 +2,9 @@
 task rows on SQLite and PostgreSQL: one bounded pool per queue, at most
 ``service.max_concurrency`` jobs at once of which at most
 ``max_concurrency - 1`` long ones (a short document always has room), the
-most urgent job first, tasks due after a backoff waited for, and a stop
-that puts running tasks back in the queue.
+most urgent job first, tasks due after a backoff waited for, a stop that
+puts running tasks back in the queue, and a thread stuck on a task whose
+job was ended under it replaced (the pool keeps its size).
 
 The pools run a stand-in for :class:`TaskSteps` that moves the rows as the
 real steps do (the job started, the task finished or put back) and holds
@@ -23,6 +24,7 @@ from longdoc.config import load_settings
 from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import JobState
 from longdoc.jobs.task_repo import DONE, Lease, TaskRepo, first_tasks, group_task
+from longdoc.worker import inprocess
 from longdoc.worker.inprocess import InProcessTransport, pool_sizes
 from tests.jobs.conftest import db_engine, db_sessions, pg_migrated_url  # noqa: F401  (fixtures)
 from tests.pg import pg_server  # noqa: F401  (fixture)
@@ -103,9 +105,10 @@ def repos(db_sessions):
 def world(repos, tmp_path):
     made: list[InProcessTransport] = []
 
-    def make(max_concurrency: int):
+    def make(max_concurrency: int, lease_seconds: float = 60.0):
         jobs, tasks = repos
         settings = load_settings(overrides={"service": {"max_concurrency": max_concurrency},
+                                            "queue": {"lease_seconds": lease_seconds},
                                             "database": {"url": f"sqlite:///{tmp_path}/unused.db"}})
         transport = InProcessTransport(settings, tasks, jobs)
         steps = HeldSteps(jobs, tasks)
@@ -212,3 +215,36 @@ def test_stop_puts_running_tasks_back_in_the_queue(world, repos):
     time.sleep(0.3)
     assert steps.running() == set() and {t.state for t in tasks.of_job(short)} == {"queued"}
     assert not any(t.state == DONE for t in tasks.of_job(long_))
+
+
+def test_a_thread_stuck_on_a_task_whose_job_was_ended_under_it_is_replaced(world, repos, monkeypatch, caplog):
+    """An engine that never returns: the reconciler ended the job and closed
+    its task; the pool (one thread) gives that thread up and runs the next
+    job, and the stuck thread, when it returns at last, exits."""
+    monkeypatch.setattr(inprocess, "POLL_S", 0.2)
+    jobs, tasks = repos
+    transport, steps = world(max_concurrency=1, lease_seconds=1.0)
+    stuck = new_job(repos, "short")
+    transport.start(steps)
+    steps.wait_running({(stuck, "whole")})
+    pool = transport._pools["short"]
+    [stuck_thread] = [t for t, *_ in pool.busy()]
+    nxt = new_job(repos, "short")
+    time.sleep(1.5)
+    assert steps.running() == {(stuck, "whole")}  # its lease holds: nothing is given up
+    with caplog.at_level("WARNING", logger="longdoc.dispatch"):
+        jobs.finish(stuck, JobState.FAILED)  # what the reconciler does past the job's deadline
+        tasks.fail_open(stuck, {"code": "job_timeout"})
+        steps.wait_running({(stuck, "whole"), (nxt, "whole")})
+    [warning] = [r for r in caplog.records if r.getMessage().startswith("pool thread abandoned")]
+    assert (warning.job_id, warning.task, warning.queue) == (stuck, "whole", "short")
+    steps.finish((nxt, "whole"))
+    steps.finish((stuck, "whole"), end_job=False)  # it returns at last (its finish changes nothing)
+    stuck_thread.join(WAIT_S)
+    assert not stuck_thread.is_alive()
+    assert len(pool._threads) == 1 and all(t.is_alive() for t in pool._threads)
+    last = new_job(repos, "short")
+    transport.send(last, "whole", "short")
+    steps.wait_running({(last, "whole")})  # one thread, working
+    steps.finish((last, "whole"))
+    assert jobs.get_any(stuck).state == "failed"
