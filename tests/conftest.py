@@ -81,6 +81,7 @@ def standin_server(tmp_path_factory):
 SLOW_FILES = (   # seconds each took in one process on 2 cores, 2026-12-03
     "tests/worker/test_fleet.py",                   # 276
     "tests/service/test_durability.py",             # 116
+    "tests/service/test_hung_engine.py",            # 77
     "tests/service/test_hardening.py",              # 55
     "tests/pipeline/test_resume.py",                # 46
     "tests/engines/test_openai_standin.py",         # 45
