@@ -1,0 +1,488 @@
+"""A soak: the service under steady mixed load for ``--minutes``, watching
+every process tree for leaks.
+
+Two stacks, one after the other (``--stacks embedded,fleet``):
+
+- ``embedded``: one ``longdoc serve`` (SQLite, a local folder store), its
+  task pools in process.
+- ``fleet``: ``longdoc serve`` with ``queue.backend: celery`` and two
+  ``longdoc worker`` processes (``--queues cpu,engine,short``, concurrency
+  1) on a throwaway PostgreSQL database, a private Redis and moto's S3
+  server standing in for S3 (no S3 service is installable here; it runs in
+  this script's process and is not measured).
+
+Every setting not named here is the default, apart from a rate limit no run
+reaches. ``--clients`` client threads each loop until the time is up:
+submit the next document of a fixed cycle (short born-digital reports of 3
+pages, 40-page born-digital documents, 3-page image-only scans at 150 dpi),
+long-poll it to its end, read its ``txt`` result, check it, delete the job.
+The documents come from a pool of distinct generated files; each upload
+gets a unique trailing comment after ``%%EOF`` (the same bytes would be
+one job) that readers ignore.
+
+Checks, every job: it ends ``succeeded``; every word of a born-digital
+document's text is in its result (none lost: ``tokens lost`` must be 0;
+its "Record n." markers in order for the 40-page ones); a scan's word
+recall against its truth is printed (OCR, so not exact). Every HTTP answer
+other than 2xx counts as an error.
+
+Every ``--sample-s`` seconds each process tree (the server or API, each
+worker: the process and all its descendants, OCR processes included) is
+read: RSS, open descriptors, threads. Printed per tree: first and last
+samples, the peak, and the least-squares slope of each over the second
+half of the run per 10 minutes (the first half is warm-up: pools filling,
+arenas growing to their working size). Targets: at most 30 MB and 5
+descriptors per 10 minutes per tree.
+
+Exit status 1 when a job fails, an HTTP error or a lost token was seen, a
+process died, or a slope is over its target.
+
+    python bench/soak.py [--minutes 30] [--stacks embedded,fleet] [--clients 2] [--sample-s 10]
+        [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import sys
+import tempfile
+import threading
+import time
+import unicodedata
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import numpy as np
+import psutil
+
+from _common import ROOT  # noqa: F401  (ROOT puts the repo on sys.path)
+
+from tests.docgen import english_report, long_textlayer, rasterize  # noqa: E402
+from tests.pg import PG_ADMIN_URL, PgServer  # noqa: E402
+from tests.service.conftest import Server  # noqa: E402
+from tests.worker.conftest import AWS_ENV, Fleet, free_port  # noqa: E402
+
+for _name in [k for k in os.environ if k.startswith("LONGDOC_")]:
+    del os.environ[_name]  # the config file alone defines every process of the run
+
+TERMINAL = {"succeeded", "partial", "failed", "cancelled", "expired"}
+CYCLE = ("short", "long", "short", "scan", "short", "long", "scan")  # one client's order
+POOL = 6  # distinct documents of each kind
+RSS_TARGET_MB, FD_TARGET = 30.0, 5.0  # per 10 minutes per process tree
+WORD = re.compile(r"\w+")
+RECORD = re.compile(r"Record (\d+)\.")
+
+
+class SoakFailure(Exception):
+    """The run cannot go on; the message says why."""
+
+
+# --- documents ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Doc:
+    kind: str  # short, long, scan
+    data: bytes
+    pages: int
+    words: Counter  # the truth's words (normalized)
+    records: int  # "Record n." markers expected in order (long documents), else 0
+
+
+def _words(text: str) -> Counter:
+    return Counter(WORD.findall(unicodedata.normalize("NFKC", text).lower()))
+
+
+def make_pool(folder: Path) -> dict[str, list[Doc]]:
+    pool: dict[str, list[Doc]] = {"short": [], "long": [], "scan": []}
+    for i in range(POOL):
+        short = english_report(folder / f"short{i}", pages=3, seed=100 + i)
+        pool["short"].append(Doc("short", short.pdf_path.read_bytes(), 3, _words(short.main_text), 0))
+        long = long_textlayer(folder / f"long{i}", pages=40, seed=200 + i)
+        pool["long"].append(Doc("long", long.pdf_path.read_bytes(), 40, _words(long.main_text), 40))
+        scan = rasterize(english_report(folder / f"scan-src{i}", pages=3, seed=300 + i), 150,
+                         folder / f"scan{i}.pdf")
+        pool["scan"].append(Doc("scan", scan.pdf_path.read_bytes(), 3, _words(scan.main_text), 0))
+    return pool
+
+
+# --- process trees ----------------------------------------------------------------
+
+
+@dataclass
+class Tree:
+    """One process and its descendants, sampled."""
+
+    name: str
+    pid: int
+    samples: list[tuple[float, int, int, int]] = field(default_factory=list)  # (t, rss, fds, threads)
+
+    def sample(self, t: float) -> bool:
+        try:
+            root = psutil.Process(self.pid)
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return False
+        rss = fds = threads = 0
+        for p in procs:
+            try:
+                with p.oneshot():
+                    rss += p.memory_info().rss
+                    fds += p.num_fds()
+                    threads += p.num_threads()
+            except psutil.Error:
+                pass
+        self.samples.append((t, rss, fds, threads))
+        return True
+
+    def slopes(self) -> dict[str, float]:
+        """Least-squares slope over the second half, per 10 minutes: MB, descriptors, threads."""
+        if len(self.samples) < 4:
+            return {"rss_mb": 0.0, "fds": 0.0, "threads": 0.0}
+        t0, t1 = self.samples[0][0], self.samples[-1][0]
+        half = [s for s in self.samples if s[0] >= (t0 + t1) / 2]
+        t = np.array([s[0] for s in half]) / 600.0
+        fit = lambda col, scale: float(np.polyfit(t, np.array([s[col] for s in half]) / scale, 1)[0])  # noqa: E731
+        return {"rss_mb": fit(1, 1e6), "fds": fit(2, 1), "threads": fit(3, 1)}
+
+    def report(self) -> dict:
+        first, last = self.samples[0], self.samples[-1]
+        return {"name": self.name, "samples": len(self.samples),
+                "rss_mb": {"first": first[1] / 1e6, "last": last[1] / 1e6,
+                           "peak": max(s[1] for s in self.samples) / 1e6},
+                "fds": {"first": first[2], "last": last[2], "peak": max(s[2] for s in self.samples)},
+                "threads": {"first": first[3], "last": last[3], "peak": max(s[3] for s in self.samples)},
+                "slope_per_10min": self.slopes()}
+
+
+# --- load ----------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    jobs: Counter = field(default_factory=Counter)  # kind -> succeeded jobs
+    pages: int = 0
+    states: Counter = field(default_factory=Counter)  # non-succeeded end states
+    http_errors: Counter = field(default_factory=Counter)  # "METHOD path status code"
+    tokens_lost: int = 0
+    order_errors: int = 0
+    scan_recall: list[float] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # the first few, for the log
+
+    def problem(self, text: str) -> None:
+        with self.lock:
+            if len(self.problems) < 20:
+                self.problems.append(text)
+
+
+def _checked(tally: Tally, r: httpx.Response, what: str) -> httpx.Response | None:
+    if r.is_success:
+        return r
+    try:
+        code = r.json()["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        code = "-"
+    with tally.lock:
+        tally.http_errors[f"{what} {r.status_code} {code}"] += 1
+    tally.problem(f"{what}: {r.status_code} {r.text[:300]}")
+    return None
+
+
+def check_result(tally: Tally, doc: Doc, text: str) -> None:
+    got = _words(text)
+    if doc.kind == "scan":
+        recall = sum(min(n, got[w]) for w, n in doc.words.items()) / max(1, sum(doc.words.values()))
+        with tally.lock:
+            tally.scan_recall.append(recall)
+        return
+    lost = sum((doc.words - got).values())
+    records = [int(n) for n in RECORD.findall(text)]
+    with tally.lock:
+        tally.tokens_lost += lost
+        if doc.records and records != list(range(1, doc.records + 1)):
+            tally.order_errors += 1
+    if lost:
+        tally.problem(f"{doc.kind}: {lost} words lost, e.g. {list((doc.words - got))[:8]}")
+
+
+def one_job(http: httpx.Client, tally: Tally, doc: Doc, tag: str, stop_at: float) -> None:
+    data = doc.data + f"\n% soak {tag}\n".encode()
+    r = _checked(tally, http.post("/v1/jobs", files={"file": (f"{doc.kind}-{tag}.pdf", data, "application/pdf")},
+                                  data={"options": json.dumps({"formats": ["txt"]})}), "POST /v1/jobs")
+    if r is None:
+        return
+    job_id = r.json()["id"]
+    deadline = max(stop_at, time.monotonic()) + 600  # a job started before the end is followed to its end
+    while True:
+        r = _checked(tally, http.get(f"/v1/jobs/{job_id}", params={"wait": 10}, timeout=40), "GET /v1/jobs/{id}")
+        if r is None:
+            return
+        job = r.json()
+        if job["state"] in TERMINAL:
+            break
+        if time.monotonic() > deadline:
+            tally.problem(f"job {job_id} ({doc.kind}) still {job['state']} after 10 minutes")
+            with tally.lock:
+                tally.states["stuck"] += 1
+            return
+    if job["state"] != "succeeded":
+        with tally.lock:
+            tally.states[job["state"]] += 1
+        tally.problem(f"job {job_id} ({doc.kind}) ended {job['state']}: {job.get('error')}")
+    else:
+        r = _checked(tally, http.get(f"/v1/jobs/{job_id}/result", params={"format": "txt"}), "GET result")
+        if r is not None:
+            check_result(tally, doc, r.text)
+            with tally.lock:
+                tally.jobs[doc.kind] += 1
+                tally.pages += doc.pages
+    _checked(tally, http.delete(f"/v1/jobs/{job_id}"), "DELETE /v1/jobs/{id}")
+
+
+def client_loop(url: str, key: str, pool: dict[str, list[Doc]], tally: Tally, index: int, stop_at: float) -> None:
+    n = 0
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+        while time.monotonic() < stop_at:
+            kind = CYCLE[(n + index * 3) % len(CYCLE)]
+            doc = pool[kind][(n // len(CYCLE) + index) % POOL]
+            try:
+                one_job(http, tally, doc, f"{index}-{n}-{uuid.uuid4().hex[:8]}", stop_at)
+            except httpx.HTTPError as exc:
+                with tally.lock:
+                    tally.http_errors[f"transport {type(exc).__name__}"] += 1
+                tally.problem(f"client {index}: {type(exc).__name__}: {exc}")
+                time.sleep(1)
+            n += 1
+
+
+# --- stacks ---------------------------------------------------------------------------
+
+
+class Embedded:
+    name = "embedded"
+
+    def __init__(self, root: Path) -> None:
+        (root / "api").mkdir(parents=True)
+        self.api = Server(root / "api", None, **overrides(root))
+
+    def start(self) -> None:
+        self.api.start()
+
+    def trees(self) -> list[Tree]:
+        return [Tree("server", self.api.proc.pid)]
+
+    def alive(self) -> str | None:
+        return None if self.api.proc.poll() is None else f"the server exited:\n{self.api.log_tail()}"
+
+    def key(self) -> str:
+        return self.api.create_key("soak").key
+
+    def stop(self) -> None:
+        self.api.stop()
+
+
+class FleetStack:
+    name = "fleet"
+
+    def __init__(self, root: Path, pg: PgServer, s3: str) -> None:
+        (root / "api").mkdir(parents=True)
+        os.environ.update(AWS_ENV)
+        config = overrides(root)
+        # the tests' fleet shortens leases and the reconciler's period; the soak runs the defaults
+        config["queue"] = {"lease_seconds": None, "redeliver_after_seconds": None, "reconcile_interval_seconds": None}
+        self.fleet = Fleet(root, pg.create_database(), s3, **config)
+        self.api = self.fleet.api
+
+    def start(self) -> None:
+        self.fleet.start(workers=2)
+
+    def trees(self) -> list[Tree]:
+        return [Tree("api", self.api.proc.pid)] + [Tree(w.name, w.proc.pid) for w in self.fleet.workers]
+
+    def alive(self) -> str | None:
+        if self.api.proc.poll() is not None:
+            return f"the API exited:\n{self.api.log_tail()}"
+        for w in self.fleet.workers:
+            if w.proc.poll() is not None:
+                return f"worker {w.name} exited:\n{w.log_text()[-3000:]}"
+        return None
+
+    def key(self) -> str:
+        return self.fleet.create_key("soak").key
+
+    def stop(self) -> None:
+        self.fleet.stop()
+
+
+def overrides(root: Path) -> dict:
+    return {"service": {"rate_limit_per_minute": 1_000_000, "work_dir": str(root / "work")},
+            "inference": {"workers": None, "page_chunk_size": None, "chunk_overlap": None}}
+
+
+def _drop_none(config: dict) -> dict:
+    """Keys set to None above mean "the default": they leave the config file."""
+    out = {}
+    for k, v in config.items():
+        if isinstance(v, dict):
+            v = _drop_none(v)
+            if v:
+                out[k] = v
+        elif v is not None:
+            out[k] = v
+    return out
+
+
+def write_defaults(server: Server) -> None:
+    """Rewrite the config file without the keys set to None (the defaults)."""
+    import yaml
+
+    server.config = _drop_none(server.config)
+    server.config_path.write_text(yaml.safe_dump(server.config), encoding="utf-8")
+
+
+# --- one run ----------------------------------------------------------------------------
+
+
+def soak(stack, pool: dict[str, list[Doc]], args: argparse.Namespace) -> dict:
+    write_defaults(stack.api)
+    stack.start()
+    key = stack.key()
+    trees = stack.trees()
+    tally = Tally()
+    t_start = time.monotonic()
+    stop_at = t_start + args.minutes * 60
+    clients = [threading.Thread(target=client_loop, args=(stack.api.url, key, pool, tally, i, stop_at), daemon=True)
+               for i in range(args.clients)]
+    for c in clients:
+        c.start()
+    died = None
+    next_print = t_start + 60
+    while any(c.is_alive() for c in clients):
+        now = time.monotonic()
+        for tree in trees:
+            tree.sample(now)
+        died = died or stack.alive()
+        if died:
+            break
+        if now >= next_print:
+            next_print += 60
+            with tally.lock:
+                done = sum(tally.jobs.values())
+            rss = ", ".join(f"{t.name} {t.samples[-1][1] / 1e6:.0f} MB/{t.samples[-1][2]} fds"
+                            for t in trees if t.samples)
+            print(f"  {stack.name} {(now - t_start) / 60:4.1f} min: {done} jobs, {tally.pages} pages; {rss}",
+                  flush=True)
+        time.sleep(args.sample_s)
+    for c in clients:
+        c.join(timeout=5)
+    elapsed = time.monotonic() - t_start
+    stack.stop()
+    return {"stack": stack.name, "minutes": elapsed / 60, "clients": args.clients,
+            "jobs": dict(tally.jobs), "pages": tally.pages, "pages_per_s": tally.pages / elapsed,
+            "not_succeeded": dict(tally.states), "http_errors": dict(tally.http_errors),
+            "tokens_lost": tally.tokens_lost, "order_errors": tally.order_errors,
+            "scan_recall": {"mean": float(np.mean(tally.scan_recall)) if tally.scan_recall else None,
+                            "min": float(np.min(tally.scan_recall)) if tally.scan_recall else None},
+            "died": died, "problems": tally.problems, "trees": [t.report() for t in trees if t.samples]}
+
+
+def verdict(run: dict) -> list[str]:
+    bad = []
+    if run["died"]:
+        bad.append(run["died"][:2000])
+    if run["not_succeeded"]:
+        bad.append(f"jobs not succeeded: {run['not_succeeded']}")
+    if run["http_errors"]:
+        bad.append(f"HTTP errors: {run['http_errors']}")
+    if run["tokens_lost"] or run["order_errors"]:
+        bad.append(f"born-digital tokens lost: {run['tokens_lost']}, pages out of order: {run['order_errors']}")
+    for tree in run["trees"]:
+        s = tree["slope_per_10min"]
+        if s["rss_mb"] > RSS_TARGET_MB or s["fds"] > FD_TARGET:
+            bad.append(f"{tree['name']}: slope {s['rss_mb']:+.1f} MB, {s['fds']:+.1f} fds per 10 min")
+    return bad
+
+
+def print_run(run: dict) -> None:
+    print(f"\n== {run['stack']}: {run['minutes']:.1f} min, {run['clients']} clients ==")
+    print(f"  jobs succeeded: {run['jobs']} ({sum(run['jobs'].values())}), pages {run['pages']} "
+          f"({run['pages_per_s']:.2f}/s)")
+    print(f"  not succeeded: {run['not_succeeded'] or 'none'}; HTTP errors: {run['http_errors'] or 'none'}")
+    print(f"  born-digital words lost: {run['tokens_lost']}; long documents out of order: {run['order_errors']}; "
+          f"scan word recall mean {run['scan_recall']['mean'] or 0:.3f}, min {run['scan_recall']['min'] or 0:.3f}")
+    print(f"  {'tree':8} {'RSS first/last/peak MB':>24} {'fds first/last/peak':>20} {'threads':>14}"
+          f" {'slope/10 min (2nd half): MB, fds, threads':>44}")
+    for t in run["trees"]:
+        r, f, th, s = t["rss_mb"], t["fds"], t["threads"], t["slope_per_10min"]
+        print(f"  {t['name']:8} {r['first']:8.0f}{r['last']:8.0f}{r['peak']:8.0f} {f['first']:6}{f['last']:7}"
+              f"{f['peak']:7} {th['first']:4}{th['last']:5}{th['peak']:5}"
+              f"   {s['rss_mb']:+9.1f} MB {s['fds']:+7.1f} fds {s['threads']:+7.1f} threads")
+    for p in run["problems"][:5]:
+        print(f"  problem: {p[:300]}")
+
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--minutes", type=float, default=30.0)
+    ap.add_argument("--stacks", default="embedded,fleet")
+    ap.add_argument("--clients", type=int, default=2)
+    ap.add_argument("--sample-s", type=float, default=10.0)
+    ap.add_argument("--json", type=Path)
+    return ap.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
+    stacks = [s.strip() for s in args.stacks.split(",") if s.strip()]
+    unknown = set(stacks) - {"embedded", "fleet"}
+    if unknown:
+        raise SystemExit(f"unknown stacks: {sorted(unknown)}")
+    runs, failures = [], []
+    with tempfile.TemporaryDirectory(prefix="longdoc-soak-") as tmp:
+        root = Path(tmp)
+        t0 = time.monotonic()
+        pool = make_pool(root / "docs")
+        print(f"documents: {POOL} of each kind ({', '.join(CYCLE)}), made in {time.monotonic() - t0:.1f} s",
+              flush=True)
+        pg = s3 = None
+        for name in stacks:
+            if name == "embedded":
+                stack = Embedded(root / name)
+            else:
+                if pg is None:
+                    from moto.server import ThreadedMotoServer
+
+                    pg = PgServer(PG_ADMIN_URL)
+                    port = free_port()
+                    s3 = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+                    s3.start()
+                    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request log
+                stack = FleetStack(root / name, pg, f"http://127.0.0.1:{port}")
+            try:
+                run = soak(stack, pool, args)
+            finally:
+                stack.stop()
+            print_run(run)
+            runs.append(run)
+            failures += [f"{name}: {b}" for b in verdict(run)]
+        if s3 is not None:
+            s3.stop()
+        if pg is not None:
+            pg.close()
+    if args.json:
+        args.json.write_text(json.dumps({"runs": runs, "cpu": psutil.cpu_count(), "argv": sys.argv[1:]}, indent=1))
+    for f in failures:
+        print(f"FAIL {f}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
