@@ -160,7 +160,6 @@ class InProcessTransport:
             for pool in self._pools.values():  # a job may have ended: room for another
                 pool.wake()
 
-
     # -- the watchdog -----------------------------------------------------------------
 
     def _watch(self) -> None:
