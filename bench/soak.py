@@ -28,11 +28,15 @@ other than 2xx counts as an error.
 
 Every ``--sample-s`` seconds each process tree (the server or API, each
 worker: the process and all its descendants, OCR processes included) is
-read: RSS, open descriptors, threads. Printed per tree: first and last
-samples, the peak, and the least-squares slope of each over the second
-half of the run per 10 minutes (the first half is warm-up: pools filling,
-arenas growing to their working size). Targets: at most 30 MB and 5
-descriptors per 10 minutes per tree.
+read: RSS, open descriptors, threads, and each process's RSS. Printed per
+tree: first and last samples, the peak, and slopes over the second half of
+the run per 10 minutes (the first half is warm-up: pools filling, arenas
+growing to their working size), three ways: a least-squares fit of every
+sample; one of the peaks of each 150 s (OCR processes are recycled, so a
+tree's RSS is a sawtooth that a plain fit follows down and up by hundreds
+of MB; a leak lifts its peaks); one of the processes that stayed through
+the second half. Targets: at most 30 MB (peaks and processes that stayed)
+and 5 descriptors (peaks) per 10 minutes per tree.
 
 Exit status 1 when a job fails, an HTTP error or a lost token was seen, a
 process died, or a slope is over its target.
@@ -76,6 +80,7 @@ TERMINAL = {"succeeded", "partial", "failed", "cancelled", "expired"}
 CYCLE = ("short", "long", "short", "scan", "short", "long", "scan")  # one client's order
 POOL = 6  # distinct documents of each kind
 RSS_TARGET_MB, FD_TARGET = 30.0, 5.0  # per 10 minutes per process tree
+ENVELOPE_S = 150.0  # the window whose maximum is one point of a tree's envelope
 WORD = re.compile(r"\w+")
 RECORD = re.compile(r"Record (\d+)\.")
 
@@ -123,6 +128,9 @@ class Tree:
     name: str
     pid: int
     samples: list[tuple[float, int, int, int]] = field(default_factory=list)  # (t, rss, fds, threads)
+    #: per sample, each process's RSS by (pid, start time): who was recycled, who stayed
+    procs: list[dict[tuple[int, float], int]] = field(default_factory=list)
+    names: dict[tuple[int, float], str] = field(default_factory=dict)
 
     def sample(self, t: float) -> bool:
         try:
@@ -131,35 +139,79 @@ class Tree:
         except psutil.Error:
             return False
         rss = fds = threads = 0
+        each: dict[tuple[int, float], int] = {}
         for p in procs:
             try:
                 with p.oneshot():
-                    rss += p.memory_info().rss
+                    key = (p.pid, p.create_time())
+                    mem = p.memory_info().rss
+                    rss += mem
                     fds += p.num_fds()
                     threads += p.num_threads()
+                    each[key] = mem
+                    if key not in self.names:
+                        self.names[key] = " ".join(p.cmdline()[1:4])[:80] or p.name()
             except psutil.Error:
                 pass
         self.samples.append((t, rss, fds, threads))
+        self.procs.append(each)
         return True
 
-    def slopes(self) -> dict[str, float]:
-        """Least-squares slope over the second half, per 10 minutes: MB, descriptors, threads."""
-        if len(self.samples) < 4:
-            return {"rss_mb": 0.0, "fds": 0.0, "threads": 0.0}
+    def _second_half(self) -> list[int]:
         t0, t1 = self.samples[0][0], self.samples[-1][0]
-        half = [s for s in self.samples if s[0] >= (t0 + t1) / 2]
-        t = np.array([s[0] for s in half]) / 600.0
-        fit = lambda col, scale: float(np.polyfit(t, np.array([s[col] for s in half]) / scale, 1)[0])  # noqa: E731
-        return {"rss_mb": fit(1, 1e6), "fds": fit(2, 1), "threads": fit(3, 1)}
+        return [i for i, s in enumerate(self.samples) if s[0] >= (t0 + t1) / 2]
+
+    def slopes(self) -> dict[str, float]:
+        """Slopes over the second half, per 10 minutes, three ways:
+
+        - ``rss_mb``, ``fds``, ``threads``: least squares over every sample
+          of the whole tree;
+        - ``rss_envelope_mb``, ``fds_envelope``: least squares over the
+          tree's maximum in each :data:`ENVELOPE_S` window (OCR processes
+          are recycled after ``inference.rapidocr.recycle_after_pages``, so
+          the tree's RSS is a sawtooth whose drops move a plain fit by
+          hundreds of MB; its peaks are what would climb with a leak);
+        - ``persistent_rss_mb``: least squares over the summed RSS of the
+          processes alive in every sample of the second half (the server or
+          worker, its pool child, what is never recycled).
+        """
+        half = self._second_half()
+        if len(half) < 4:
+            return dict.fromkeys(("rss_mb", "fds", "threads", "rss_envelope_mb", "fds_envelope",
+                                  "persistent_rss_mb"), 0.0)
+        t = np.array([self.samples[i][0] for i in half]) / 600.0
+
+        def fit(x, y) -> float:
+            return float(np.polyfit(x, y, 1)[0]) if len(x) >= 2 else 0.0
+
+        col = lambda c, scale: np.array([self.samples[i][c] for i in half]) / scale  # noqa: E731
+        windows: dict[int, list[int]] = {}
+        for i in half:
+            windows.setdefault(int((self.samples[i][0] - self.samples[half[0]][0]) // ENVELOPE_S), []).append(i)
+        peaks = [max(idx, key=lambda i: self.samples[i][1]) for idx in windows.values()]
+        fd_peaks = [max(idx, key=lambda i: self.samples[i][2]) for idx in windows.values()]
+        stayed = set.intersection(*(set(self.procs[i]) for i in half))
+        persistent = np.array([sum(self.procs[i][k] for k in stayed) for i in half]) / 1e6
+        return {"rss_mb": fit(t, col(1, 1e6)), "fds": fit(t, col(2, 1)), "threads": fit(t, col(3, 1)),
+                "rss_envelope_mb": fit(np.array([self.samples[i][0] for i in peaks]) / 600.0,
+                                       np.array([self.samples[i][1] for i in peaks]) / 1e6),
+                "fds_envelope": fit(np.array([self.samples[i][0] for i in fd_peaks]) / 600.0,
+                                    np.array([self.samples[i][2] for i in fd_peaks], dtype=float)),
+                "persistent_rss_mb": fit(t, persistent)}
 
     def report(self) -> dict:
         first, last = self.samples[0], self.samples[-1]
+        half = self._second_half()
+        stayed = set.intersection(*(set(self.procs[i]) for i in half)) if half else set()
+        started = {k for each in self.procs for k in each}
         return {"name": self.name, "samples": len(self.samples),
                 "rss_mb": {"first": first[1] / 1e6, "last": last[1] / 1e6,
                            "peak": max(s[1] for s in self.samples) / 1e6},
                 "fds": {"first": first[2], "last": last[2], "peak": max(s[2] for s in self.samples)},
                 "threads": {"first": first[3], "last": last[3], "peak": max(s[3] for s in self.samples)},
-                "slope_per_10min": self.slopes()}
+                "processes": {"seen": len(started), "persistent": sorted(self.names[k] for k in stayed)},
+                "slope_per_10min": self.slopes(),
+                "series": [[round(s[0] - first[0], 1), s[1], s[2], s[3]] for s in self.samples]}
 
 
 # --- load ----------------------------------------------------------------------------
@@ -406,8 +458,9 @@ def verdict(run: dict) -> list[str]:
         bad.append(f"born-digital tokens lost: {run['tokens_lost']}, pages out of order: {run['order_errors']}")
     for tree in run["trees"]:
         s = tree["slope_per_10min"]
-        if s["rss_mb"] > RSS_TARGET_MB or s["fds"] > FD_TARGET:
-            bad.append(f"{tree['name']}: slope {s['rss_mb']:+.1f} MB, {s['fds']:+.1f} fds per 10 min")
+        if max(s["rss_envelope_mb"], s["persistent_rss_mb"]) > RSS_TARGET_MB or s["fds_envelope"] > FD_TARGET:
+            bad.append(f"{tree['name']}: slope {s['rss_envelope_mb']:+.1f} MB (peaks), {s['persistent_rss_mb']:+.1f} MB "
+                       f"(persistent processes), {s['fds_envelope']:+.1f} fds (peaks) per 10 min")
     return bad
 
 
@@ -418,13 +471,18 @@ def print_run(run: dict) -> None:
     print(f"  not succeeded: {run['not_succeeded'] or 'none'}; HTTP errors: {run['http_errors'] or 'none'}")
     print(f"  born-digital words lost: {run['tokens_lost']}; long documents out of order: {run['order_errors']}; "
           f"scan word recall mean {run['scan_recall']['mean'] or 0:.3f}, min {run['scan_recall']['min'] or 0:.3f}")
-    print(f"  {'tree':8} {'RSS first/last/peak MB':>24} {'fds first/last/peak':>20} {'threads':>14}"
-          f" {'slope/10 min (2nd half): MB, fds, threads':>44}")
+    print(f"  {'tree':8} {'RSS first/last/peak MB':>24} {'fds first/last/peak':>20} {'threads':>14} {'procs':>6}")
     for t in run["trees"]:
-        r, f, th, s = t["rss_mb"], t["fds"], t["threads"], t["slope_per_10min"]
+        r, f, th = t["rss_mb"], t["fds"], t["threads"]
         print(f"  {t['name']:8} {r['first']:8.0f}{r['last']:8.0f}{r['peak']:8.0f} {f['first']:6}{f['last']:7}"
-              f"{f['peak']:7} {th['first']:4}{th['last']:5}{th['peak']:5}"
-              f"   {s['rss_mb']:+9.1f} MB {s['fds']:+7.1f} fds {s['threads']:+7.1f} threads")
+              f"{f['peak']:7} {th['first']:4}{th['last']:5}{th['peak']:5} {t['processes']['seen']:6}")
+    print("  slopes per 10 min over the second half: every sample (RSS MB, fds, threads) | the peaks of each "
+          f"{ENVELOPE_S:.0f} s (RSS MB, fds) | the processes that stayed (RSS MB)")
+    for t in run["trees"]:
+        s = t["slope_per_10min"]
+        print(f"  {t['name']:8} {s['rss_mb']:+8.1f} {s['fds']:+6.1f} {s['threads']:+6.1f} | "
+              f"{s['rss_envelope_mb']:+8.1f} {s['fds_envelope']:+6.1f} | {s['persistent_rss_mb']:+8.1f}"
+              f"   ({len(t['processes']['persistent'])} stayed)")
     for p in run["problems"][:5]:
         print(f"  problem: {p[:300]}")
 
