@@ -342,8 +342,8 @@ class ExportSettings(_Section):
                               "chunks export (counted as longdoc.export.chunks.count_tokens does)")
     furniture: FurnitureMode = Field(default="drop", description="running headers, footers and page numbers "
                                      "in the md, txt and chunks exports: keep (where they stand on the page) or "
-                                     "drop; the JSON always has them. The CLI's --furniture and a job's furniture "
-                                     "option default to this")
+                                     "drop; the JSON always has them. `longdoc parse --furniture` and a job's "
+                                     "`furniture` option default to this")
 
 
 class LimitSettings(_Section):

@@ -1,5 +1,7 @@
-"""Plain-text view: main text in reading order, furniture left out (kept
-where it stands with ``furniture=True``: export.furniture keep).
+"""Plain-text view: main text in reading order, furniture left out unless kept.
+
+Furniture (headers, footers, page numbers) is kept where it stands on the
+page with ``furniture=True`` (export.furniture keep).
 
 Blocks are separated by a blank line; pages by a form feed (``\\f``) on its
 own line, as pdftotext does. A code block's lines come as they are, their
