@@ -70,6 +70,9 @@ def parse(
     workers: Annotated[Optional[int], typer.Option("--workers", help="Parallel OCR workers (0 = one per core).")] = None,
     regions: Annotated[Optional[bool], typer.Option(
         "--regions/--no-regions", help="Layout and table models: tables with cells, figures, captions, furniture.")] = None,
+    furniture: Annotated[Optional[str], typer.Option(
+        "--furniture", help="keep | drop: running headers, footers and page numbers in md, txt and chunks "
+        "(export.furniture; the JSON always has them).")] = None,
     config: ConfigOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
@@ -78,10 +81,12 @@ def parse(
     resumes from the last finished page group."""
     if ocr is not None and ocr not in ("auto", "force", "off"):
         raise InvalidOption(f"--ocr must be auto, force or off, not {ocr!r}.")
+    if furniture is not None and furniture not in ("keep", "drop"):
+        raise InvalidOption(f"--furniture must be keep or drop, not {furniture!r}.")
     settings = load_settings(config, overrides={"inference": {
         "ocr": ocr, "dpi": dpi, "engine": engine, "page_chunk_size": chunk_size,
         "chunk_overlap": overlap, "workers": workers, "regions": regions,
-    }})
+    }, "export": {"furniture": furniture}})
     options = ParseOptions.from_settings(settings, pages=pages, formats=_formats(format))
     worst = 0
     with Pipeline(settings) as pipeline:

@@ -28,6 +28,7 @@ from longdoc.errors import ConfigError
 log = logging.getLogger("longdoc.config")
 
 OcrMode = Literal["auto", "force", "off"]
+FurnitureMode = Literal["keep", "drop"]
 
 
 class _Section(BaseModel):
@@ -339,6 +340,10 @@ class ClientSettings(_Section):
 class ExportSettings(_Section):
     chunk_tokens: int = Field(default=512, ge=32, le=100_000, description="token budget of one chunk in the "
                               "chunks export (counted as longdoc.export.chunks.count_tokens does)")
+    furniture: FurnitureMode = Field(default="drop", description="running headers, footers and page numbers "
+                                     "in the md, txt and chunks exports: keep (where they stand on the page) or "
+                                     "drop; the JSON always has them. `longdoc parse --furniture` and a job's "
+                                     "`furniture` option default to this")
 
 
 class LimitSettings(_Section):

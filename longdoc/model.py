@@ -258,9 +258,12 @@ class Page(BaseModel):
     )
     error: ErrorInfo | None = None
 
-    def main_blocks(self) -> list[Block]:
-        """Blocks of the main text in reading order (furniture excluded)."""
-        return [b for b in sorted(self.blocks, key=lambda b: b.order) if b.kind not in FURNITURE_KINDS]
+    def main_blocks(self, *, furniture: bool = False) -> list[Block]:
+        """Blocks of the main text in reading order: furniture excluded, or
+        with ``furniture`` kept where it stands (layout numbers a page's
+        top furniture before its body and its bottom furniture after).
+        The one place the text exports decide what they print."""
+        return [b for b in sorted(self.blocks, key=lambda b: b.order) if furniture or b.kind not in FURNITURE_KINDS]
 
     def all_lines(self) -> list[Line]:
         """Every line on this page: those not laid out yet, then those of

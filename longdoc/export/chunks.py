@@ -3,8 +3,10 @@
 Chunks follow the document's structure within a token budget
 (``export.chunk_tokens``):
 
-- the main text only: running headers, footers and page numbers are never in
-  a chunk (they are furniture; the JSON export keeps them);
+- the main text only: running headers, footers and page numbers are not in
+  a chunk (they are furniture; the JSON export keeps them), unless
+  ``furniture=True`` (export.furniture keep): then each is a block of the
+  chunks where it stands on its page;
 - a title or heading starts a chunk (headings in a row start it together) and
   sets the heading path every later chunk carries until a heading of the
   same or a higher level replaces it;
@@ -92,14 +94,14 @@ class _Chunk:
 class ChunkWriter:
     """Writes chunks of the pages it is given, in order, to ``out``."""
 
-    def __init__(self, out: TextIO, doc_sha256: str, budget: int) -> None:
-        self.out, self.doc_sha256, self.budget = out, doc_sha256, budget
+    def __init__(self, out: TextIO, doc_sha256: str, budget: int, *, furniture: bool = False) -> None:
+        self.out, self.doc_sha256, self.budget, self.furniture = out, doc_sha256, budget, furniture
         self.index = 0
         self._path: list[tuple[int, str]] = []       # (level, text) of the open headings
         self._chunk = _Chunk()
 
     def write_page(self, page: Page) -> None:
-        for block in page.main_blocks():
+        for block in page.main_blocks(furniture=self.furniture):
             self._add(block)
 
     def close(self) -> None:

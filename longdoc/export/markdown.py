@@ -14,6 +14,8 @@
   so); a table without cells → its text.
 - A page starts with ``<!-- page N -->`` so a reader can map text back.
 Furniture (headers, footers, page numbers) is left out; it is in the JSON.
+With ``furniture=True`` (export.furniture keep) it is kept as plain text
+where it stands: headers before the page's body, footers after.
 """
 
 from __future__ import annotations
@@ -105,11 +107,11 @@ def _table_html(cells: list[TableCell]) -> str:
     return "\n".join(out)
 
 
-def page_markdown(page: Page) -> str:
+def page_markdown(page: Page, *, furniture: bool = False) -> str:
     parts = [f"<!-- page {page.number} -->"]
     if page.error is not None:
         parts.append(f"<!-- page {page.number} failed: {page.error.code} -->")
-    for block in page.main_blocks():
+    for block in page.main_blocks(furniture=furniture):
         md = block_markdown(block)
         if md:
             parts.append(md)

@@ -1,4 +1,7 @@
-"""Plain-text view: main text in reading order, furniture left out.
+"""Plain-text view: main text in reading order, furniture left out unless kept.
+
+Furniture (headers, footers, page numbers) is kept where it stands on the
+page with ``furniture=True`` (export.furniture keep).
 
 Blocks are separated by a blank line; pages by a form feed (``\\f``) on its
 own line, as pdftotext does. A code block's lines come as they are, their
@@ -23,7 +26,8 @@ def block_text(kind: BlockKind, text: str) -> str:
     return text.strip()
 
 
-def page_text(page: Page) -> str:
-    """The main text of one page (no trailing separator)."""
-    parts = [block_text(b.kind, b.text) for b in page.main_blocks()]
+def page_text(page: Page, *, furniture: bool = False) -> str:
+    """The main text of one page (no trailing separator); with
+    ``furniture``, its headers, footers and page numbers too."""
+    parts = [block_text(b.kind, b.text) for b in page.main_blocks(furniture=furniture)]
     return "\n\n".join(p for p in parts if p)

@@ -6,7 +6,8 @@ with ``close(status, errors, timings)``. Each format is written to
 ``<file>.partial`` and renamed to its final name (:data:`FILE_NAMES`) only
 on a successful close; ``abort()`` removes the partial files.
 
-- ``md``, ``txt``: the main text, page by page;
+- ``md``, ``txt``: the main text, page by page (furniture too when
+  ``context.furniture``);
 - ``json``: the :class:`~longdoc.model.Document` schema, written
   incrementally (header fields, then ``"pages": [ … ]`` one page at a time,
   then status, errors and timings);
@@ -38,11 +39,14 @@ from longdoc.model import DocumentStatus, ErrorInfo, Page
 @dataclass(frozen=True)
 class ExportContext:
     """What the exports beyond the page text need: the original document
-    (pdf), the sandbox limits to open it under (pdf), the chunk budget."""
+    (pdf), the sandbox limits to open it under (pdf), the chunk budget,
+    whether md, txt and chunks keep furniture (headers, footers, page
+    numbers; the JSON always has it)."""
 
     original: Path | None = None
     limits: LimitSettings = field(default_factory=LimitSettings)
     chunk_tokens: int = 512
+    furniture: bool = False
 
 
 class _Writer(Protocol):
@@ -74,12 +78,12 @@ class _TextFile:
 class _PagesText(_TextFile):
     """Markdown or plain text: each page's view, joined by ``separator``."""
 
-    def __init__(self, path: Path, view: Any, separator: str) -> None:
+    def __init__(self, path: Path, view: Any, separator: str, furniture: bool) -> None:
         super().__init__(path)
-        self.view, self.separator, self.first = view, separator, True
+        self.view, self.separator, self.furniture, self.first = view, separator, furniture, True
 
     def write_page(self, page: Page) -> None:
-        self.f.write(("" if self.first else self.separator) + self.view(page))
+        self.f.write(("" if self.first else self.separator) + self.view(page, furniture=self.furniture))
         self.first = False
 
     def close(self, status: DocumentStatus, errors: list[ErrorInfo], timings: dict[str, float]) -> None:
@@ -105,9 +109,9 @@ class _Json(_TextFile):
 
 
 class _Chunks(_TextFile):
-    def __init__(self, path: Path, sha256: str, budget: int) -> None:
+    def __init__(self, path: Path, sha256: str, budget: int, furniture: bool) -> None:
         super().__init__(path)
-        self.chunks = ChunkWriter(self.f, sha256, budget)
+        self.chunks = ChunkWriter(self.f, sha256, budget, furniture=furniture)
 
     def write_page(self, page: Page) -> None:
         self.chunks.write_page(page)
@@ -187,13 +191,13 @@ class ExportSet:
 def _open(fmt: str, path: Path, header: dict[str, Any], context: ExportContext) -> _Writer:
     source = header.get("source") or {}
     if fmt == "md":
-        return _PagesText(path, page_markdown, "\n\n")
+        return _PagesText(path, page_markdown, "\n\n", context.furniture)
     if fmt == "txt":
-        return _PagesText(path, page_text, PAGE_SEPARATOR)
+        return _PagesText(path, page_text, PAGE_SEPARATOR, context.furniture)
     if fmt == "json":
         return _Json(path, header)
     if fmt == "chunks":
-        return _Chunks(path, source.get("sha256", ""), context.chunk_tokens)
+        return _Chunks(path, source.get("sha256", ""), context.chunk_tokens, context.furniture)
     if fmt == "docling":
         return _Summaryless(DoclingWriter(path, source.get("name", "document"), source.get("sha256", ""),
                                           source.get("media_type", "application/pdf")))

@@ -6,11 +6,12 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 
-from longdoc.config import InferenceSettings, OcrMode, Settings
+from longdoc.config import ExportSettings, FurnitureMode, InferenceSettings, OcrMode, Settings
 from longdoc.export import DEFAULT_FORMATS
 
 #: the defaults live in the settings: options made without them read as a configured run does
 _INFERENCE = InferenceSettings()
+_EXPORT = ExportSettings()
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class ParseOptions:
     chunk_overlap: int = _INFERENCE.chunk_overlap
     regions: bool = _INFERENCE.regions
     formats: tuple[str, ...] = DEFAULT_FORMATS
+    furniture: FurnitureMode = _EXPORT.furniture  # keep or drop headers, footers, page numbers in md/txt/chunks
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> ParseOptions:
@@ -34,16 +36,19 @@ class ParseOptions:
             "page_chunk_size": inf.page_chunk_size,
             "chunk_overlap": inf.chunk_overlap,
             "regions": inf.regions,
+            "furniture": settings.export.furniture,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
 
     def fingerprint(self, source_sha256: str, engine_version: str) -> str:
         """Identifies work that can be resumed: same input bytes, same
-        options that change page results, same engine version. Formats are
-        left out: they only change the exports, not the page results."""
+        options that change page results, same engine version. Formats and
+        furniture are left out: they only change the exports, not the page
+        results."""
         data = asdict(self)
         data.pop("formats")
+        data.pop("furniture")
         data.update(source=source_sha256, engine_version=engine_version)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 

@@ -243,7 +243,8 @@ class Pipeline:
                  stem: str) -> ParseResult:
         """Stitch every checkpointed page into ``out_dir/<stem>.<fmt>``."""
         context = ExportContext(original=doc.path, limits=self.settings.limits,
-                                chunk_tokens=self.settings.export.chunk_tokens)
+                                chunk_tokens=self.settings.export.chunk_tokens,
+                                furniture=options.furniture == "keep")
         result = self._assemble_and_export(doc.source, doc.numbers, options, checkpoint, Path(out_dir), stem,
                                            context)
         if options.ocr != "off":

@@ -196,6 +196,7 @@ class JobService:
         return ParseOptions.from_settings(
             self.settings, pages=options.pages, ocr=options.ocr, engine=options.engine,
             dpi=options.dpi, regions=options.regions, formats=tuple(dict.fromkeys(options.formats)),
+            furniture=options.furniture,
         )
 
     # -- read ----------------------------------------------------------------

@@ -26,6 +26,9 @@ class JobOptions(BaseModel):
     dpi: int | None = Field(default=None, ge=50, le=600)
     regions: bool | None = Field(default=None, description="layout and table models (tables with cells, "
                                  "figures, captions, furniture); default inference.regions")
+    furniture: Literal["keep", "drop"] | None = Field(default=None, description="running headers, footers and "
+                                                      "page numbers in md, txt and chunks: keep or drop (the "
+                                                      "JSON always has them); default export.furniture")
     priority: int = Field(default=0, ge=0, le=9)
     callback_url: str | None = Field(default=None, max_length=2048)
 

@@ -222,6 +222,30 @@ def test_another_tenants_job_is_not_found(server, console, sample_pdf):
         wait_terminal(http, job["id"])
 
 
+def test_upload_keeps_headers_and_footers_when_asked(server, console, sample_pdf):
+    """The form's furniture choice reaches the job; "server default" sends none (export.furniture: drop)."""
+    key = server.create_key("console-furniture")
+    console.sign_in(server.url, key.key)
+    console.wait_for("#upload-files")
+    jobs = []
+    for choice in ("keep", ""):
+        console.driver.execute_script("document.getElementById('uploads').replaceChildren()")
+        console.find("#opt-pages").clear()
+        console.find("#opt-pages").send_keys("1-2")
+        console.find(f'#opt-furniture option[value="{choice}"]').click()
+        console.find("#upload-files").send_keys(str(sample_pdf))
+        jobs.append(console.wait_for("#uploads li.ok a.accepted").get_attribute("href").rsplit("/", 1)[1])
+    console.shot("furniture-keep")
+    assert jobs[0] != jobs[1]
+    with server.http(key) as http:
+        for job_id, want in zip(jobs, ("keep", "drop")):
+            assert wait_terminal(http, job_id)["state"] == "succeeded"
+            assert http.get(f"/v1/jobs/{job_id}").json()["options"]["furniture"] == want
+            txt = http.get(f"/v1/jobs/{job_id}/result", params={"format": "txt"}).text
+            assert ("Page 1 of" in txt) is (want == "keep")
+    assert console.browser_errors() == []
+
+
 def test_upload_errors_say_what_went_wrong(start_server, console, sample_pdf, tmp_path):
     srv = start_server(limits={"max_upload_mb": 1})
     key = srv.create_key("console-errors", rate_limit=8)

@@ -197,6 +197,9 @@ function uploadCard(onAccepted) {
     accept: ".pdf,.png,.jpg,.jpeg,.tif,.tiff,.bmp,.webp,application/pdf,image/*" });
   const pages = h("input", { id: "opt-pages", placeholder: "all (e.g. 1-20,35)", size: 18 });
   const ocr = h("select", { id: "opt-ocr" }, ["auto", "force", "off"].map((o) => h("option", { value: o }, o)));
+  // running headers, footers and page numbers in md, txt and chunks; "server default" sends nothing (export.furniture)
+  const furniture = h("select", { id: "opt-furniture" },
+    [["", "server default"], ["keep", "keep"], ["drop", "drop"]].map(([v, l]) => h("option", { value: v }, l)));
   const priority = h("input", { id: "opt-priority", type: "number", min: 0, max: 9, value: 0, size: 3 });
   const formats = FORMATS.map((f) => h("input", { type: "checkbox", id: `opt-format-${f}`, value: f,
     checked: DEFAULT_FORMATS.has(f) }));
@@ -207,6 +210,7 @@ function uploadCard(onAccepted) {
     const o = { formats: formats.filter((c) => c.checked).map((c) => c.value), ocr: ocr.value,
       priority: Number(priority.value || 0) };
     if (pages.value.trim()) o.pages = pages.value.trim();
+    if (furniture.value) o.furniture = furniture.value;
     return o;
   }
 
@@ -240,6 +244,8 @@ function uploadCard(onAccepted) {
     h("div", { class: "options" },
       h("label", {}, "Pages ", pages),
       h("label", {}, "OCR ", ocr),
+      h("label", { title: "running headers, footers and page numbers in md, txt and chunks" }, "Headers/footers ",
+        furniture),
       h("span", {}, "Formats ", formats.map((c) => h("label", { class: "inline", title: FORMAT_LABELS[c.value] },
         c, ` ${c.value}`))),
       h("label", {}, "Priority ", priority)),
