@@ -216,6 +216,11 @@ class ErrorInfo(BaseModel):
 
 class Page(BaseModel):
     number: int = Field(ge=1, description="1-based page number in the source document")
+    label: Text | None = Field(
+        default=None, description="the page's printed number, as readers cite it: the PDF's page label "
+        "(/PageLabels: roman front matter, restarts, prefixes) when the document has one for this page, "
+        "otherwise the number of the page-number block longdoc found on it (the numeral as printed, "
+        "\"Page 3 of 8\" → \"3\"; the block's text when it holds no folio), otherwise None")
     width: float = Field(description="points; 0 for a failed page whose size could not be read")
     height: float = Field(description="points; 0 for a failed page whose size could not be read")
     status: PageStatus = PageStatus.OK

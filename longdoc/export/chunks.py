@@ -20,7 +20,12 @@ Chunks follow the document's structure within a token budget
   of it, and only there is a block in more than one.
 
 Each line: ``{"id", "index", "text" (Markdown), "pages": [first, last],
-"headings": [path], "block_ids", "kinds", "tokens"}``. ``id`` hashes the
+"page_labels": [first's, last's], "headings": [path], "block_ids", "kinds",
+"tokens"}``. ``page_labels`` are the printed labels of the pages in
+``pages``, same order (each page's ``label``; null where it has none): cite
+a chunk as "pp. ix-3" rather than by physical page. A chunk whose last
+block continues on the next page is written once that page's label is
+known (when the next page is given, or at close). ``id`` hashes the
 document's SHA-256, the budget and the chunk's position (its blocks and
 part), so parsing the same document again gives the same ids and
 re-indexing is idempotent.
@@ -99,13 +104,26 @@ class ChunkWriter:
         self.index = 0
         self._path: list[tuple[int, str]] = []       # (level, text) of the open headings
         self._chunk = _Chunk()
+        self._labels: dict[int, str | None] = {}     # page number -> label, for the pages given so far
+        self._held: list[dict] = []                  # records waiting for a later page's label
 
     def write_page(self, page: Page) -> None:
+        self._labels[page.number] = page.label
+        self._release(page.number)
         for block in page.main_blocks(furniture=self.furniture):
             self._add(block)
 
     def close(self) -> None:
         self._flush()
+        self._release(None)
+
+    def _release(self, given: int | None) -> None:
+        """Write the held records whose pages are all given (all of them
+        when ``given`` is None), in order."""
+        while self._held and (given is None or max(self._held[0]["pages"], default=0) <= given):
+            record = self._held.pop(0)
+            record["page_labels"] = [self._labels.get(n) for n in record["pages"]]
+            self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
     # -- building -------------------------------------------------------------------
 
@@ -157,13 +175,15 @@ class ChunkWriter:
             "index": self.index,
             "text": "\n\n".join(p.text for p in chunk.parts),
             "pages": [min(pages), max(pages)] if pages else [],
+            "page_labels": [],                      # filled in by _release
             "headings": chunk.headings if chunk.headings is not None else [t for _, t in self._path],
             "block_ids": block_ids,
             "kinds": list(dict.fromkeys(p.block.kind.value for p in chunk.parts)),
             "tokens": chunk.tokens,
         }
-        self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
         self.index += 1
+        self._held.append(record)
+        self._release(max(self._labels, default=0))
 
 
 def _text_parts(text: str, budget: int) -> list[str]:

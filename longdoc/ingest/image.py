@@ -157,6 +157,11 @@ class ImageSource:
         self._frame(page)
         return None
 
+    def page_label(self, page: int) -> None:
+        """Images have no page labels."""
+        self._frame(page)
+        return None
+
     def close(self) -> None:
         self._closed = True
 

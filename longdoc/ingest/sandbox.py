@@ -10,7 +10,7 @@ document with :func:`~longdoc.ingest.open.open_document`::
     ───────────────────────               ─────────────────────────────────────────
     SandboxedSource(path) ── open ──────► RLIMIT_AS = start + limits.worker_memory_mb
                           ◄─ name, type,  open_document(path): sniff, count pages, …
-                             sha256, pages
+                             sha256, pages, page labels
     .render(7, 200)      ── ("render", 7, 200) ──► pdfium / Pillow
                           ◄─ RenderedPage (pickled image) or a LongdocError
 
@@ -87,6 +87,7 @@ class SandboxedSource:
         self.media_type: str = info["media_type"]
         self.sha256: str = info["sha256"]
         self.page_count: int = info["page_count"]
+        self._labels: list[str | None] | None = info.get("page_labels")
 
     # -- DocumentSource ----------------------------------------------------
 
@@ -99,6 +100,12 @@ class SandboxedSource:
     def text_layer(self, page: int) -> list[Line] | None:
         rows = self._call("text_layer", page)
         return None if rows is None else [_line(row) for row in rows]
+
+    def page_label(self, page: int) -> str | None:
+        """The label the child read with the document (no round trip)."""
+        if not 1 <= page <= self.page_count:
+            raise ValueError(f"page {page} is outside 1..{self.page_count}")
+        return None if self._labels is None else self._labels[page - 1]
 
     def close(self) -> None:
         """Stop the child (asking first, killing after a short wait). Idempotent."""
@@ -273,8 +280,9 @@ def serve(conn: Any, path: str, name: str, limits: dict[str, Any], owner_pid: in
                                          "allows (limits.worker_memory_mb)", 0.0)))
         return
     with source:
+        labels = getattr(source, "page_labels", None)   # a PDF's /PageLabels, once (None: none)
         conn.send(("ok", {"media_type": source.media_type, "sha256": source.sha256,
-                          "page_count": source.page_count}))
+                          "page_count": source.page_count, "page_labels": labels() if labels else None}))
         _answer(conn, source)
 
 

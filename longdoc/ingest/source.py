@@ -88,6 +88,12 @@ class DocumentSource(Protocol):
         has no text layer (images). An empty list: a PDF page without text."""
         ...
 
+    def page_label(self, page: int) -> str | None:
+        """The page's label from the document itself (a PDF's /PageLabels:
+        ``"iv"``, ``"A-3"``), or None when it gives none (images, PDFs
+        without page labels, an empty label). Cheap: read once at open."""
+        ...
+
     def close(self) -> None:
         """Release the file. Idempotent."""
         ...

@@ -5,8 +5,8 @@ A ``render:N`` task (cpu queue) opens the document in its sandbox and
 writes what group N's engine task will ask of it, under the job's
 ``work/`` prefix in the object store::
 
-    work/group-000003/manifest.json        per page: size, text layer (or the
-                                           error reading it), renders and their DPI
+    work/group-000003/manifest.json        per page: size, label, text layer (or
+                                           the error reading it), renders and their DPI
     work/group-000003/text/000017.json     the page's text-layer lines
     work/group-000003/img/000017-200.png   the page rendered at 200 dpi (lossless)
 
@@ -53,6 +53,7 @@ class _PageFacts:
     text: str = "none"                      # "lines" | "none" (no text layer) | "error"
     errors: dict[str, dict[str, str]] = field(default_factory=dict)   # "size" | "text" | "render:<dpi>"
     renders: dict[str, dict[str, Any]] = field(default_factory=dict)  # str(dpi asked) -> {dpi, downscaled}
+    label: str | None = None                # the document's page label (PDF /PageLabels)
 
 
 def prepare_group(source: DocumentSource, owned: Sequence[int], context: Sequence[int], options: ParseOptions,
@@ -91,7 +92,7 @@ def prepare_group(source: DocumentSource, owned: Sequence[int], context: Sequenc
 
 def _read(source: DocumentSource, number: int, ocr: str, lines: dict[int, list[Line] | None]) -> _PageFacts:
     """A page's size and (unless OCR is forced) its text layer, errors kept."""
-    f = _PageFacts()
+    f = _PageFacts(label=source.page_label(number))
     try:
         f.size = list(source.page_size(number))
     except LongdocError as exc:
@@ -190,6 +191,9 @@ class PreparedSource:
             return None
         raw = json.loads(self.store.get_bytes(f"{self.prefix}/text/{page:06d}.json"))
         return [Line.model_validate(line) for line in raw]
+
+    def page_label(self, page: int) -> str | None:
+        return self._facts(page).label
 
     def render(self, page: int, dpi: float) -> RenderedPage:
         facts = self._facts(page)

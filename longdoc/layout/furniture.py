@@ -131,13 +131,22 @@ def folio_value(text: str) -> int | None:
     """The page number a folio line shows, or ``None`` when the text is not
     a folio. ``"- 12 -"`` → 12, ``"xiv"`` → 14, ``"Page 3 of 9"`` → 3,
     ``"第 3 页"`` → 3; ``"1. Intro"`` → None."""
+    token = folio_token(text)
+    return None if token is None else _number(token)
+
+
+def folio_token(text: str) -> str | None:
+    """The number a folio line shows, as printed (digits or a roman
+    numeral), or ``None`` when the text is not a folio (as
+    :func:`folio_value`): ``"Page 3 of 9"`` → ``"3"``, ``"- xiv -"`` →
+    ``"xiv"``."""
     t = unicodedata.normalize("NFKC", text).strip().strip(_DECOR)
     if not t or len(t) > MAX_FOLIO_CHARS:
         return None
     for pattern in _FOLIO_PATTERNS:
         m = pattern.fullmatch(t)
         if m:
-            return _number(m.group(1))
+            return m.group(1) if _number(m.group(1)) is not None else None
     return None
 
 

@@ -34,6 +34,7 @@ from longdoc.regions.detector import RegionDetector
 from longdoc.ingest.source import DocumentSource
 from longdoc.model import Page, PageStatus
 from longdoc.pipeline.checkpoint import Checkpoint
+from longdoc.pipeline.labels import with_label
 from longdoc.pipeline.layout_group import layout_pages
 from longdoc.pipeline.options import ParseOptions
 from longdoc.pipeline.recognize import EngineLane, recognize_group
@@ -126,7 +127,7 @@ class DocumentRun:
         owned = [self.numbers[i] for i in group.owned]
         available = {self.numbers[i]: p for i in self.boundary.indexes() if (p := self.boundary.get(i))}
         available.update(recognized)
-        pages = layout_pages(owned, available)                                # layout
+        pages = [with_label(p, self.source) for p in layout_pages(owned, available)]  # layout, page labels
         complete = all(p.status is PageStatus.OK or not _retryable(p) for p in pages)
         self.checkpoint.save_group(group.index, pages, complete)              # checkpoint
         self._keep_boundary(group, {p.number: p for p in pages})

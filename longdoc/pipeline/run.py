@@ -37,6 +37,7 @@ from longdoc.errors import OutputError, StorageError
 from longdoc.model import DocumentStatus, ErrorInfo, PageStatus, SourceInfo
 from longdoc.pipeline.checkpoint import Checkpoint
 from longdoc.pipeline.document import DocumentRun
+from longdoc.pipeline.labels import with_label
 from longdoc.pipeline.options import ParseOptions
 from longdoc.pipeline.recognize import TEXT_LAYER_ENGINE, EngineLane
 from longdoc.plan import Admission, FairTurns, Group, Workspace, plan_groups
@@ -301,6 +302,7 @@ class Pipeline:
         exports = open_exports(out_dir, stem, options.formats, header, context)
         try:
             for page in stitch(_checkpointed_pages(checkpoint, numbers)):
+                page = with_label(page, source)  # a page checkpointed before page labels existed
                 for stage, seconds in page.timings.items():
                     stage_seconds[stage] = stage_seconds.get(stage, 0.0) + seconds
                 if page.status is PageStatus.FAILED:
