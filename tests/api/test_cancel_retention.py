@@ -7,6 +7,16 @@ import time
 from tests.service.helpers import accepted, error_code, submit, wait_for, wait_terminal
 
 
+def assert_copy_goes(server, job_id: str, timeout: float = 30) -> None:
+    """The job's local copy of its original goes once its last task has
+    announced the end (a moment after the state a client sees)."""
+    copy = server.root / "data" / "work" / "originals" / job_id
+    deadline = time.monotonic() + timeout
+    while copy.exists():
+        assert time.monotonic() < deadline, f"{copy} is still there {timeout} s after the job ended"
+        time.sleep(0.05)
+
+
 def test_cancel_a_running_job(server, long_doc):
     key = server.create_key("cancel")
     with server.http(key) as http:
@@ -18,7 +28,7 @@ def test_cancel_a_running_job(server, long_doc):
         final = wait_terminal(http, job["id"])
         assert final["state"] == "cancelled", final
         assert final["pages_done"] < long_doc.pages  # stopped between groups, not run to the end
-        assert not (server.root / "data" / "work" / "originals" / job["id"]).exists()  # its local copy went
+        assert_copy_goes(server, job["id"])
         r = http.get(f"/v1/jobs/{job['id']}/result")
         assert r.status_code == 409 and error_code(r) == "job_failed"
         assert r.json()["error"]["context"]["job_state"] == "cancelled"
@@ -34,7 +44,7 @@ def test_delete_a_finished_job_removes_its_data(server, report_doc):
     with server.http(key) as http:
         job = accepted(submit(http, report_doc.pdf_path, {"formats": ["md", "json"], "pages": "1-3"}))
         assert wait_terminal(http, job["id"])["state"] == "succeeded"
-        assert not (server.root / "data" / "work" / "originals" / job["id"]).exists()  # no local copy left
+        assert_copy_goes(server, job["id"])
         stored = {p.name for p in server.job_files(key.tenant, job["id"])}
         assert {"original", "result.md", "result.json"} <= stored, stored
         r = http.delete(f"/v1/jobs/{job['id']}")
