@@ -10,13 +10,13 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Optional, get_args
 
 import typer
 
 from longdoc import __version__, cli_service
 from longdoc.cli_progress import make_progress
-from longdoc.config import dump_settings, load_settings
+from longdoc.config import FurnitureMode, OcrMode, dump_settings, load_settings
 from longdoc.errors import EXIT_PARTIAL, EXIT_USAGE, InvalidOption, LongdocError
 from longdoc.export.formats import DEFAULT_FORMATS, FORMATS, LABELS
 from longdoc.model import DocumentStatus
@@ -79,9 +79,9 @@ def parse(
     """Parse FILE… into OUT/<stem>.md, .json and .txt (and with --format:
     .pdf, .chunks.jsonl, .docling.json). Rerunning into the same folder
     resumes from the last finished page group."""
-    if ocr is not None and ocr not in ("auto", "force", "off"):
+    if ocr is not None and ocr not in get_args(OcrMode):
         raise InvalidOption(f"--ocr must be auto, force or off, not {ocr!r}.")
-    if furniture is not None and furniture not in ("keep", "drop"):
+    if furniture is not None and furniture not in get_args(FurnitureMode):
         raise InvalidOption(f"--furniture must be keep or drop, not {furniture!r}.")
     settings = load_settings(config, overrides={"inference": {
         "ocr": ocr, "dpi": dpi, "engine": engine, "page_chunk_size": chunk_size,

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from longdoc.config import FurnitureMode, OcrMode
 from longdoc.export.formats import DEFAULT_FORMATS, ExportFormat
 from longdoc.jobs.public import JobLinks, JobPublic, job_public
 
@@ -21,12 +22,12 @@ class JobOptions(BaseModel):
     formats: list[ExportFormat] = Field(
         default_factory=lambda: list(DEFAULT_FORMATS), min_length=1)
     pages: str | None = Field(default=None, max_length=1000, description="1-based pages, e.g. 1-20,35")
-    ocr: Literal["auto", "force", "off"] | None = None
+    ocr: OcrMode | None = None
     engine: str | None = Field(default=None, max_length=64)
     dpi: int | None = Field(default=None, ge=50, le=600)
     regions: bool | None = Field(default=None, description="layout and table models (tables with cells, "
                                  "figures, captions, furniture); default inference.regions")
-    furniture: Literal["keep", "drop"] | None = Field(default=None, description="running headers, footers and "
+    furniture: FurnitureMode | None = Field(default=None, description="running headers, footers and "
                                                       "page numbers in md, txt and chunks: keep or drop (the "
                                                       "JSON always has them); default export.furniture")
     priority: int = Field(default=0, ge=0, le=9)
