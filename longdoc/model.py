@@ -127,6 +127,8 @@ class BlockKind(str, Enum):
 
 #: Kinds kept out of the main text (Markdown/plain text) but present in JSON.
 FURNITURE_KINDS = frozenset({BlockKind.HEADER, BlockKind.FOOTER, BlockKind.PAGE_NUMBER})
+#: a page label (``Page.label``) is cut to this many characters: a label is a folio, not text
+MAX_LABEL_CHARS = 64
 
 
 class TableCell(BaseModel):

@@ -49,14 +49,12 @@ from longdoc.errors import (
 from longdoc.ingest.pdf_text import group_lines, read_glyphs
 from longdoc.ingest.sniff import PDF
 from longdoc.ingest.source import RenderedPage, file_sha256, fit_dpi
-from longdoc.model import Line, clean_text
+from longdoc.model import MAX_LABEL_CHARS, Line, clean_text
 
 #: Serializes every pdfium call in the process (pdfium is not thread-safe).
 PDFIUM_LOCK = threading.RLock()
 
 _DEFAULT_MAX_PIXELS = 60_000_000
-#: a page label longer than this is cut (a label is a folio, not text)
-_MAX_LABEL_CHARS = 64
 
 
 class PdfSource:
@@ -216,7 +214,7 @@ def _page_labels(pdf: pdfium.PdfDocument, count: int) -> list[str | None]:
         buffer = ctypes.create_string_buffer(size)
         pdfium_c.FPDF_GetPageLabel(pdf, index, buffer, size)
         text = buffer.raw[: size - 2].decode("utf-16-le", errors="replace").strip()
-        labels.append(clean_text(text)[:_MAX_LABEL_CHARS] or None)
+        labels.append(clean_text(text)[:MAX_LABEL_CHARS] or None)
     return labels
 
 

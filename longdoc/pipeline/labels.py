@@ -23,10 +23,7 @@ from __future__ import annotations
 from longdoc.errors import LongdocError
 from longdoc.ingest.source import DocumentSource
 from longdoc.layout.furniture import folio_token
-from longdoc.model import BlockKind, Page
-
-#: a label made from a page-number block's text is cut to this many characters
-MAX_LABEL_CHARS = 64
+from longdoc.model import MAX_LABEL_CHARS, BlockKind, Page
 
 
 def printed_label(page: Page) -> str | None:
