@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.api.harness import InProcessServer
-from tests.service.conftest import deep_merge, docs_dir, long_doc, report_doc  # noqa: F401  (fixtures)
+from tests.service.conftest import docs_dir, long_doc, report_doc  # noqa: F401  (fixtures)
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +26,7 @@ def start_app(tmp_path):
     started: list[InProcessServer] = []
 
     def start(**overrides: dict[str, Any]) -> InProcessServer:
-        srv = InProcessServer(tmp_path / f"app-{len(started)}", **deep_merge({}, overrides))
+        srv = InProcessServer(tmp_path / f"app-{len(started)}", **overrides)
         started.append(srv)
         return srv.start()
 

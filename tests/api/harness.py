@@ -2,8 +2,9 @@
 its lifespan run, reached through :class:`httpx.ASGITransport`.
 
 :class:`InProcessServer` offers what :class:`tests.service.conftest.Server`
-offers the tests that only speak HTTP (``http``, ``create_key``,
-``admin_headers``, ``job_files``, ``store``, ``log_text``), without a
+offers the tests that only speak HTTP (``http``, ``create_key``, and from
+:class:`~tests.service.conftest.ServiceAccess` ``admin_headers``,
+``job_files``, ``store``, ``log_text``), without a
 process, a port or a model: the same routes, container, database, store and
 task pools as ``longdoc serve`` (embedded mode), so what these tests see is
 what a client of the served process sees, apart from the socket.
@@ -20,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from longdoc.config import load_settings
 from longdoc.service.app import create_app
 from longdoc.service.container import Container
 from longdoc.service.logs import json_formatter
-from tests.service.conftest import Key, deep_merge
+from tests.service.conftest import Key, ServiceAccess, deep_merge
 
 BASE_URL = "http://longdoc.inprocess"
 
@@ -58,7 +58,7 @@ class BlockingASGITransport(httpx.BaseTransport):
         return httpx.Response(status, headers=headers, content=content, request=request)
 
 
-class InProcessServer:
+class InProcessServer(ServiceAccess):
     """The app of ``longdoc serve`` (embedded mode) in this process."""
 
     def __init__(self, root: Path, **overrides: dict[str, Any]) -> None:
@@ -115,24 +115,15 @@ class InProcessServer:
     def url(self) -> str:
         return BASE_URL
 
-    @property
-    def store(self) -> Path:
-        return self.data / "store"
-
     def http(self, key: str | Key | None = None, timeout: float = 60) -> httpx.Client:
         assert self.transport is not None, "not started"
-        headers = {}
-        if key is not None:
-            headers["Authorization"] = f"Bearer {key.key if isinstance(key, Key) else key}"
-        return httpx.Client(base_url=BASE_URL, headers=headers, timeout=timeout, transport=self.transport)
+        return httpx.Client(base_url=BASE_URL, headers=self.key_headers(key), timeout=timeout,
+                            transport=self.transport)
 
     def request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
         """One request without a key (give ``headers`` for one)."""
         with self.http() as http:
             return http.request(method, url, **kwargs)
-
-    def admin_headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.admin_token}"}
 
     def admin(self) -> httpx.Client:
         return self.http(self.admin_token)
@@ -148,21 +139,3 @@ class InProcessServer:
         made = r.json()
         return Key(key=made["key"], webhook_secret=made["webhook_secret"], id=made["id"], tenant=tenant)
 
-    # -- what it left ---------------------------------------------------------
-
-    def job_files(self, tenant: str, job_id: str) -> list[Path]:
-        """Every stored file of a job under the data folder."""
-        folder = self.store / "tenants" / tenant / "jobs" / job_id
-        return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
-
-    def log_text(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
-
-
-@contextlib.contextmanager
-def running(root: Path, **overrides: dict[str, Any]) -> Iterator[InProcessServer]:
-    server = InProcessServer(root, **overrides).start()
-    try:
-        yield server
-    finally:
-        server.stop()

@@ -78,7 +78,37 @@ class Key:
         return {"Authorization": f"Bearer {self.key}"}
 
 
-class Server:
+class ServiceAccess:
+    """What a test reaches the service by, however it runs (a served
+    process here, in process in :mod:`tests.api.harness`): the headers of a
+    key and of the admin token, a job's stored files, the log. Needs
+    ``data``, ``admin_token`` and ``log_path``."""
+
+    data: Path
+    admin_token: str
+    log_path: Path
+
+    @property
+    def store(self) -> Path:
+        return self.data / "store"
+
+    @staticmethod
+    def key_headers(key: str | Key | None) -> dict[str, str]:
+        return {} if key is None else {"Authorization": f"Bearer {key.key if isinstance(key, Key) else key}"}
+
+    def admin_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.admin_token}"}
+
+    def job_files(self, tenant: str, job_id: str) -> list[Path]:
+        """Every stored file of a job under the data folder."""
+        folder = self.store / "tenants" / tenant / "jobs" / job_id
+        return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
+
+
+class Server(ServiceAccess):
     """One ``longdoc serve`` process (restartable on the same config and data)."""
 
     def __init__(self, root: Path, database_url: str | None = None, **overrides: dict[str, Any]) -> None:
@@ -104,10 +134,6 @@ class Server:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def store(self) -> Path:
-        return self.data / "store"
 
     def start(self, wait_ready: bool = True) -> Server:
         assert self.proc is None or self.proc.poll() is not None, "server already running"
@@ -187,9 +213,6 @@ class Server:
         if self.proc.poll() is None:
             self.proc.wait(timeout=STOP_TIMEOUT_S)
 
-    def log_text(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
-
     def log_tail(self, chars: int = LOG_TAIL_CHARS) -> str:
         return self.log_text()[-chars:]
 
@@ -214,18 +237,7 @@ class Server:
         return LongdocClient(self.url, key.key if isinstance(key, Key) else key, timeout=timeout)
 
     def http(self, key: str | Key | None = None, timeout: float = 60) -> httpx.Client:
-        headers = {}
-        if key is not None:
-            headers["Authorization"] = f"Bearer {key.key if isinstance(key, Key) else key}"
-        return httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
-
-    def admin_headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.admin_token}"}
-
-    def job_files(self, tenant: str, job_id: str) -> list[Path]:
-        """Every stored file of a job under the data folder."""
-        folder = self.store / "tenants" / tenant / "jobs" / job_id
-        return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+        return httpx.Client(base_url=self.url, headers=self.key_headers(key), timeout=timeout)
 
 
 @pytest.hookimpl(hookwrapper=True)
