@@ -65,6 +65,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import psutil
+import yaml
 
 from _common import ROOT  # noqa: F401  (ROOT puts the repo on sys.path)
 
@@ -161,6 +162,10 @@ class Tree:
         t0, t1 = self.samples[0][0], self.samples[-1][0]
         return [i for i, s in enumerate(self.samples) if s[0] >= (t0 + t1) / 2]
 
+    def _stayed(self, half: list[int]) -> set[tuple[int, float]]:
+        """The processes alive in every sample of ``half``."""
+        return set.intersection(*(set(self.procs[i]) for i in half)) if half else set()
+
     def slopes(self) -> dict[str, float]:
         """Slopes over the second half, per 10 minutes, three ways:
 
@@ -190,7 +195,7 @@ class Tree:
             windows.setdefault(int((self.samples[i][0] - self.samples[half[0]][0]) // ENVELOPE_S), []).append(i)
         peaks = [max(idx, key=lambda i: self.samples[i][1]) for idx in windows.values()]
         fd_peaks = [max(idx, key=lambda i: self.samples[i][2]) for idx in windows.values()]
-        stayed = set.intersection(*(set(self.procs[i]) for i in half))
+        stayed = self._stayed(half)
         persistent = np.array([sum(self.procs[i][k] for k in stayed) for i in half]) / 1e6
         return {"rss_mb": fit(t, col(1, 1e6)), "fds": fit(t, col(2, 1)), "threads": fit(t, col(3, 1)),
                 "rss_envelope_mb": fit(np.array([self.samples[i][0] for i in peaks]) / 600.0,
@@ -201,8 +206,7 @@ class Tree:
 
     def report(self) -> dict:
         first, last = self.samples[0], self.samples[-1]
-        half = self._second_half()
-        stayed = set.intersection(*(set(self.procs[i]) for i in half)) if half else set()
+        stayed = self._stayed(self._second_half())
         started = {k for each in self.procs for k in each}
         return {"name": self.name, "samples": len(self.samples),
                 "rss_mb": {"first": first[1] / 1e6, "last": last[1] / 1e6,
@@ -394,8 +398,6 @@ def _drop_none(config: dict) -> dict:
 
 def write_defaults(server: Server) -> None:
     """Rewrite the config file without the keys set to None (the defaults)."""
-    import yaml
-
     server.config = _drop_none(server.config)
     server.config_path.write_text(yaml.safe_dump(server.config), encoding="utf-8")
 
