@@ -138,6 +138,9 @@ class TaskSteps:
         :meth:`run` does after the start, for a transport that starts the
         tasks it picks itself (the embedded server's pools)."""
         job_id, name = lease.job_id, lease.name
+        if self.stopping.is_set():  # taken while this process stops (maybe a task just put back): not run here
+            self.tasks.unstart(lease)
+            return "stopped"
         job = self.repo.start(job_id) if name in (INGEST, WHOLE) else None  # a first task starts its job
         if job is not None:
             log.info("job started", extra={"job_id": job_id, "tenant": job.tenant, "lane": job.lane})

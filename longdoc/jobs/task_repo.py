@@ -217,6 +217,12 @@ class TaskRepo(_Repo):
         return self._held(lease, state=QUEUED, error=error, lease=None, worker_id=None,
                           enqueued_at=self._now() + timedelta(seconds=due_in_s))
 
+    def unstart(self, lease: Lease) -> bool:
+        """running → queued as if :meth:`start` had not happened (its attempt
+        uncounted): a process that took the task while it was stopping runs
+        nothing, and the next process runs it as the attempt it was."""
+        return self._held(lease, state=QUEUED, lease=None, worker_id=None, attempts=JobTask.attempts - 1)
+
     def _held(self, held: Lease, **values: Any) -> bool:
         with self._tx() as s:
             return _changed(s, update(JobTask).where(

@@ -128,6 +128,22 @@ def task_row(tasks, job_id, name):
     return next(t for t in tasks.of_job(job_id) if t.name == name)
 
 
+def test_a_task_taken_while_its_process_stops_is_not_run_and_its_attempt_not_counted(fleet, jobs, tasks):
+    """A shutdown put a task back; a pool of the same process, stopping too,
+    took it again: it goes back untouched (the job's attempts stay 0), so
+    the restart runs it as its second attempt, not its third."""
+    job = new_job(jobs, "long")
+    first = running_task(jobs, tasks, job, group_task(0), "engine")
+    assert tasks.release(first)  # put back for the shutdown
+    fleet.steps.stopping.set()
+    again = tasks.start(job, group_task(0), "embedded:w1:1:0badf00d")
+    assert again is not None and again.attempt == 2
+    assert fleet.steps.run_started(again) == "stopped"
+    back = task_row(tasks, job, group_task(0))
+    assert (back.state, back.attempts, back.takeovers) == ("queued", 1, 0)
+    assert jobs.get_any(job).attempts == 0 and jobs.get_any(job).state == "running"
+
+
 def test_a_stale_running_task_is_taken_back_and_sent_again_to_its_queue(settings, fleet, jobs, tasks, fake_clock):
     rec = fleet.reconciler(settings)
     long_job, short_job, alive = new_job(jobs, "long"), new_job(jobs, "short"), new_job(jobs, "long")

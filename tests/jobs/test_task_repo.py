@@ -220,6 +220,20 @@ def test_release_queues_the_task_again_for_the_next_attempt(jobs, tasks, fake_cl
     assert second is not None and second.attempt == 2 and second.token != lease.token
 
 
+def test_unstart_undoes_a_start_as_if_it_had_not_happened(jobs, tasks):
+    job = new_job(jobs)
+    first = started(tasks, job, "ingest")
+    assert tasks.release(first)  # a shutdown put it back after its first run
+    taken = tasks.start(job, "ingest", "w2")  # a stopping process took it again
+    assert taken is not None and taken.attempt == 2
+    assert tasks.unstart(taken)
+    r = row(tasks, job, "ingest")
+    assert (r.state, r.lease, r.worker_id, r.attempts, r.takeovers) == ("queued", None, None, 1, 0)
+    assert not tasks.unstart(taken) and not tasks.finish(taken)  # its lease is gone
+    again = tasks.start(job, "ingest", "w3")
+    assert again is not None and again.attempt == 2  # the next process runs it as the attempt it was
+
+
 def test_a_taken_back_lease_can_neither_beat_nor_finish_nor_release(jobs, tasks):
     job = new_job(jobs)
     lease = started(tasks, job, group_task(0), "engine")
