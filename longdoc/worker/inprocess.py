@@ -34,7 +34,8 @@ gone, writes nothing).
 :meth:`InProcessTransport.stop` stops the feeders and tells running tasks
 to stop at their next group boundary (:attr:`TaskSteps.stopping`: they go
 back to the queue with their finished groups checkpointed and resume
-after the restart), waiting for them up to a timeout.
+after the restart), waiting for them up to a timeout; not for a thread
+busy on a task that is no longer its own (its job ended under it).
 """
 
 from __future__ import annotations
@@ -119,7 +120,16 @@ class InProcessTransport:
         for pool in self._pools.values():
             pool.wake()
         for pool in self._pools.values():
-            pool.join(deadline)
+            pool.join(deadline, self._still_held)
+
+    def _still_held(self, lease: Lease) -> bool:
+        """Whether a stop waits for the thread running ``lease``'s task: not
+        when the task is no longer its own (its job ended under it: an engine
+        that never returns would hold the stop up to its timeout)."""
+        try:
+            return self.tasks.holds(lease)
+        except Exception:  # the database is gone: wait, as before
+            return True
 
     # -- the pools' two calls -------------------------------------------------------
 
@@ -252,10 +262,16 @@ class _Pool:
     def wake(self) -> None:
         self._wake.set()
 
-    def join(self, deadline: float) -> None:
+    def join(self, deadline: float, held: Callable[[Lease], bool]) -> None:
+        """Wait until ``deadline`` for the feeder and the working threads,
+        except those busy on a task ``held`` says is no longer theirs."""
+        self._feeder.join(max(0.0, deadline - time.monotonic()))
         with self._lock:
-            threads = [self._feeder, *self._threads]
+            threads = list(self._threads)
+            busy = {t: lease for t, (lease, _) in self._busy.items()}
         for thread in threads:
+            if thread in busy and not held(busy[thread]):
+                continue
             thread.join(max(0.0, deadline - time.monotonic()))
 
     def _feed(self) -> None:
