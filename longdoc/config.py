@@ -298,6 +298,9 @@ class S3Settings(_Section):
                                         "in parts of this size")
     presign_seconds: int | None = Field(default=None, ge=1, description="lifetime of presigned download URLs; "
                                         "null = no presigned URLs")
+    ca_file: str | None = Field(default=None, description="PEM file of the CA(s) the S3 endpoint's certificate "
+                                "is checked against (an https endpoint_url under a private CA); null = botocore's "
+                                "own CA bundle")
 
 
 class StorageSettings(_Section):
@@ -351,6 +354,10 @@ class QueueSettings(_Section):
     max_tasks_per_child: int | None = Field(default=200, ge=1, description="celery: a worker process is "
                                             "replaced after this many tasks (the OCR runtime's memory arena never "
                                             "shrinks); null = never")
+    tls_ca_file: str | None = Field(default=None, description="PEM file of the CA(s) the certificates of "
+                                    "Redis servers reached over rediss:// (the broker, the rate-limit store) are "
+                                    "checked against; null = the system's CAs. A rediss:// server's certificate "
+                                    "is always checked")
 
     @model_validator(mode="after")
     def _celery_needs_a_broker(self) -> QueueSettings:
