@@ -108,7 +108,7 @@ class LongdocClient:
             timeout=timeout,
             transport=transport,
             follow_redirects=False,
-            verify=client_context(ca, cert, key) if cert else self._verify,
+            verify=client_context(ca, cert, key) if cert or key else self._verify,
         )
 
     # --- lifecycle ------------------------------------------------------
