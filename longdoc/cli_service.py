@@ -21,37 +21,22 @@ def serve(
     host: Annotated[Optional[str], typer.Option("--host")] = None,
     port: Annotated[Optional[int], typer.Option("--port")] = None,
 ) -> None:
-    """Run the HTTP service (API, embedded queue and workers) until SIGTERM/Ctrl-C.
+    """Run the HTTP service (API, embedded queue and workers) until SIGTERM/Ctrl-C: HTTPS with
+    service.tls_certfile, /admin on a listener of its own with service.admin_port.
     On SIGTERM it stops intake and checkpoints running jobs; they resume on the next start."""
     import os
 
-    import uvicorn
-
     from longdoc import procs
+    from longdoc.service import listeners
     from longdoc.service.app import create_app
-    from longdoc.service.connections import ConnectionPolicy, guarded_protocol
+    from longdoc.service.connections import ConnectionPolicy
     from longdoc.service.logs import configure_logging
 
     settings = load_settings(config, overrides={"service": {"host": host, "port": port}})
     os.umask(0o077)  # the store, the database (webhook secrets) and the work folder are the service's alone
     configure_logging(settings.service.log_json)
     policy = ConnectionPolicy.from_settings(settings.service, procs.raise_open_files_limit())
-    app = create_app(settings)
-
-    class Server(uvicorn.Server):
-        def handle_exit(self, sig, frame) -> None:
-            # Before uvicorn's graceful wait for open connections: end event
-            # streams and long-polls, start no queued job, checkpoint running ones.
-            container = getattr(app.state, "container", None)
-            if container is not None:
-                container.begin_shutdown()
-            super().handle_exit(sig, frame)
-
-    Server(uvicorn.Config(
-        app, host=settings.service.host, port=settings.service.port, http=guarded_protocol(policy),
-        timeout_keep_alive=settings.service.keep_alive_timeout_seconds,
-        log_config=None, timeout_graceful_shutdown=10, access_log=False,
-    )).run()
+    listeners.serve(settings, create_app(settings), policy)
 
 
 def worker(
@@ -104,19 +89,25 @@ def submit(
     ocr: Annotated[Optional[str], typer.Option("--ocr")] = None,
     url: Annotated[Optional[str], typer.Option("--url", help="Server URL (client.url).")] = None,
     api_key: Annotated[Optional[str], typer.Option("--api-key", help="API key (client.api_key).")] = None,
+    ca_file: Annotated[Optional[Path], typer.Option("--ca-file", help="CA the https server's certificate is "
+                                                    "checked against (client.ca_file).")] = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Submit documents to a running service; with --wait, write OUT/<stem>.<fmt>."""
+    """Submit documents to a running service; with --wait, write OUT/<stem>.<fmt>. Over https the
+    server's certificate is checked against client.ca_file; client.cert_file and client.key_file are
+    sent to a server that asks for a client certificate."""
     from longdoc.client import LongdocClient
 
-    settings = load_settings(config, overrides={"client": {"url": url, "api_key": api_key}})
+    settings = load_settings(config, overrides={"client": {"url": url, "api_key": api_key,
+                                                           "ca_file": str(ca_file) if ca_file else None}})
     key = settings.client.api_key.get_secret_value() if settings.client.api_key else None
     if not key:
         raise Unauthorized("No API key: pass --api-key or set LONGDOC_CLIENT__API_KEY.")
     formats = [f.strip() for f in format.split(",") if f.strip()]
     options = {"formats": formats, **({"pages": pages} if pages else {}), **({"ocr": ocr} if ocr else {})}
     worst = 0
-    with LongdocClient(settings.client.url, key) as client:
+    to = settings.client
+    with LongdocClient(to.url, key, ca_file=to.ca_file, cert_file=to.cert_file, key_file=to.key_file) as client:
         for path in files:
             job = client.submit(path, options=options)
             typer.echo(f"{path}: job {job['id']} {job['state']}")

@@ -10,8 +10,9 @@
 Jobs and pages come back as the server's JSON (plain dicts). Every failure is
 a :class:`ClientError` carrying the server's ``code``, ``message``, ``hint``,
 ``retryable``, ``context``, the HTTP status and ``Retry-After``; transport
-failures (refused connection, timeout) get ``code`` ``connection_failed`` or
-``timeout`` and ``status`` None. The mapping lives in :func:`_error_from` and
+failures (refused connection, timeout, a TLS handshake that failed) get
+``code`` ``connection_failed``, ``timeout`` or ``tls_failed`` and ``status``
+None. The mapping lives in :func:`_error_from` and
 :func:`_transport_errors` only. The client does not retry on its own: check
 ``retryable`` / ``retry_after_s``.
 """
@@ -22,6 +23,7 @@ import builtins
 import contextlib
 import json
 import os
+import ssl
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +34,7 @@ import httpx
 from longdoc import __version__
 from longdoc.errors import LongdocError
 from longdoc.jobs.states import TERMINAL
+from longdoc.tls import client_context
 
 TERMINAL_STATES = frozenset(state.value for state in TERMINAL)
 _MAX_PAGE_SIZE = 200  # the server's cap on ``GET /v1/jobs?limit=``
@@ -78,6 +81,11 @@ class LongdocClient:
     ``base_url`` may carry a path prefix (``https://host/longdoc``);
     ``timeout`` (seconds) applies to connecting and to each read;
     ``transport`` replaces the network (``httpx.MockTransport`` in tests).
+    Over https the server's certificate is checked against ``ca_file``
+    (``client.ca_file``; certifi's public CAs when None); ``cert_file`` and
+    ``key_file`` (``client.cert_file``, ``client.key_file``) are the client
+    certificate a server with mutual TLS asks for. A TLS file that does not
+    load raises :class:`~longdoc.errors.ConfigError` here.
     """
 
     def __init__(
@@ -87,14 +95,20 @@ class LongdocClient:
         *,
         timeout: float = 30,
         transport: httpx.BaseTransport | None = None,
+        ca_file: str | os.PathLike[str] | None = None,
+        cert_file: str | os.PathLike[str] | None = None,
+        key_file: str | os.PathLike[str] | None = None,
     ) -> None:
         self._timeout = timeout
+        ca, cert, key = (os.fspath(p) if p is not None else None for p in (ca_file, cert_file, key_file))
+        self._verify = client_context(ca)  # presigned downloads: the same trust, no client certificate
         self._http = httpx.Client(
             base_url=base_url,
             headers={"Authorization": f"Bearer {api_key}", "User-Agent": f"longdoc-client/{__version__}"},
             timeout=timeout,
             transport=transport,
             follow_redirects=False,
+            verify=client_context(ca, cert, key) if cert or key else self._verify,
         )
 
     # --- lifecycle ------------------------------------------------------
@@ -216,7 +230,8 @@ class LongdocClient:
                 return _stream_to_file(response, Path(dest))
 
     def _download(self, url: str, dest: str | os.PathLike[str] | None) -> bytes | Path:
-        with _transport_errors(), httpx.stream("GET", url, timeout=self._http.timeout) as response:
+        with _transport_errors(), httpx.stream("GET", url, timeout=self._http.timeout,
+                                               verify=self._verify) as response:
             if response.is_error:
                 response.read()
                 raise _error_from(response)
@@ -378,13 +393,49 @@ def _transport_errors() -> Iterator[None]:
             hint="Retry, or raise the client's timeout.",
         ) from exc
     except httpx.TransportError as exc:
+        tls = _tls_error(exc)
+        if tls is not None:
+            raise ClientError(
+                f"The TLS handshake with the server failed: {tls}.",
+                code="tls_failed",
+                status=None,
+                hint="Check client.ca_file (the CA that signed the server's certificate) and, where the server "
+                     "asks for a client certificate, client.cert_file and client.key_file.",
+            ) from exc
         raise ClientError(
             f"Could not talk to the server: {exc or type(exc).__name__}.",
             code="connection_failed",
             status=None,
             retryable=True,
-            hint="Check the base URL and that the server is running and reachable.",
+            hint="Check the base URL and that the server is running and reachable."
+                 + (_CLOSED_OVER_TLS if _over_https(exc) else ""),
         ) from exc
+
+
+#: TLS 1.3 checks a client certificate after the client's side of the
+#: handshake: a refused client may see only the connection closed
+_CLOSED_OVER_TLS = (" Over https, a server that requires a client certificate closes the connection of a "
+                    "client without one: set client.cert_file and client.key_file.")
+
+
+def _over_https(exc: httpx.TransportError) -> bool:
+    try:
+        return exc.request.url.scheme == "https"
+    except RuntimeError:  # an error raised outside a request
+        return False
+
+
+def _tls_error(exc: BaseException) -> str | None:
+    """What the TLS layer said, when ``exc`` was caused by an ssl error
+    (a certificate not trusted, a client certificate refused)."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # httpx → httpcore → ssl: a short chain
+        if seen is None:
+            break
+        if isinstance(seen, ssl.SSLError):
+            return getattr(seen, "verify_message", None) or seen.reason or type(seen).__name__
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _not_finished(job_id: str, job: dict[str, Any]) -> ClientError:

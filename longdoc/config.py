@@ -83,12 +83,39 @@ class ServiceSettings(_Section):
                                                "in this process for queue.backend embedded, the broker's Redis "
                                                "for queue.backend celery; or any `limits` storage URL, e.g. "
                                                "redis://host:6379/1")
+    tls_certfile: str | None = Field(default=None, description="PEM file of the certificate (and its chain) "
+                                     "the service presents; with tls_keyfile the service speaks HTTPS only "
+                                     "(HTTP/1.1 over TLS, on every listener); null = plain HTTP")
+    tls_keyfile: str | None = Field(default=None, description="PEM file of tls_certfile's private key")
+    tls_client_ca: str | None = Field(default=None, description="PEM file of the CA(s) client certificates must "
+                                      "be signed by: set, every connection must present one (mutual TLS); "
+                                      "needs tls_certfile")
+    admin_host: str = Field(default="127.0.0.1", description="address of the admin listener (with "
+                            "admin_port); keep it on an internal interface")
+    admin_port: int | None = Field(default=None, ge=1, le=65535, description="set: /admin is served only on a "
+                                   "second listener, admin_host:admin_port (which serves /admin and /healthz "
+                                   "alone), and the public listener answers 404 for it; null = /admin on the "
+                                   "public listener. The admin token applies either way")
 
     @model_validator(mode="after")
     def _no_weak_admin_token(self) -> ServiceSettings:
         token = self.admin_token.get_secret_value() if self.admin_token else None
         if token is not None and len(token) < 24:
             raise ValueError("service.admin_token must be at least 24 characters")
+        return self
+
+    @model_validator(mode="after")
+    def _tls_files_go_together(self) -> ServiceSettings:
+        if bool(self.tls_certfile) != bool(self.tls_keyfile):
+            raise ValueError("service.tls_certfile and service.tls_keyfile go together: set both or neither")
+        if self.tls_client_ca and not self.tls_certfile:
+            raise ValueError("service.tls_client_ca needs service.tls_certfile and service.tls_keyfile")
+        return self
+
+    @model_validator(mode="after")
+    def _admin_listener_apart(self) -> ServiceSettings:
+        if self.admin_port is not None and self.admin_port == self.port:
+            raise ValueError(f"service.admin_port ({self.admin_port}) must differ from service.port")
         return self
 
 
@@ -271,6 +298,9 @@ class S3Settings(_Section):
                                         "in parts of this size")
     presign_seconds: int | None = Field(default=None, ge=1, description="lifetime of presigned download URLs; "
                                         "null = no presigned URLs")
+    ca_file: str | None = Field(default=None, description="PEM file of the CA(s) the S3 endpoint's certificate "
+                                "is checked against (an https endpoint_url under a private CA); null = botocore's "
+                                "own CA bundle")
 
 
 class StorageSettings(_Section):
@@ -324,6 +354,10 @@ class QueueSettings(_Section):
     max_tasks_per_child: int | None = Field(default=200, ge=1, description="celery: a worker process is "
                                             "replaced after this many tasks (the OCR runtime's memory arena never "
                                             "shrinks); null = never")
+    tls_ca_file: str | None = Field(default=None, description="PEM file of the CA(s) the certificates of "
+                                    "Redis servers reached over rediss:// (the broker, the rate-limit store) are "
+                                    "checked against; null = the system's CAs. A rediss:// server's certificate "
+                                    "is always checked")
 
     @model_validator(mode="after")
     def _celery_needs_a_broker(self) -> QueueSettings:
@@ -335,6 +369,13 @@ class QueueSettings(_Section):
 class ClientSettings(_Section):
     url: str = Field(default="http://127.0.0.1:8000", description="the server `longdoc submit` talks to")
     api_key: SecretStr | None = Field(default=None, description="the API key `longdoc submit` sends")
+    ca_file: str | None = Field(default=None, description="PEM file of the CA(s) an https server's "
+                                "certificate is checked against (`longdoc submit`, LongdocClient); null = the "
+                                "public CAs of certifi's bundle")
+    cert_file: str | None = Field(default=None, description="PEM file of the client certificate sent to a server "
+                                  "that asks for one (service.tls_client_ca); may hold the key too")
+    key_file: str | None = Field(default=None, description="PEM file of cert_file's private key, when it is not "
+                                 "in cert_file")
 
 
 class ExportSettings(_Section):

@@ -10,6 +10,11 @@ anything unexpected becomes a logged 500 ``internal_error`` without details.
 Uploads pass :class:`UploadGate` before the application reads a byte of
 their body: the API key is checked first (401 or 429 without reading the
 body, and the connection closed), then the declared size (413).
+
+With ``service.admin_port`` the admin API is apart: :class:`AdminApart`
+answers 404 for /admin on the public listener, and for everything but
+/admin and /healthz on the admin listener (whose requests
+:func:`on_admin_listener` marks; see :mod:`longdoc.service.listeners`).
 """
 
 from __future__ import annotations
@@ -36,6 +41,12 @@ log = logging.getLogger("longdoc.service")
 
 UPLOAD_PATHS = ("/v1/jobs", "/v1/parse")
 MULTIPART_OVERHEAD = 64 * 1024
+#: the scope key naming the listener a request came in on (absent: the public one)
+LISTENER_KEY = "longdoc.listener"
+ADMIN_LISTENER = "admin"
+ADMIN_PREFIX = admin.router.prefix
+#: what the admin listener serves besides /admin (a liveness probe)
+ADMIN_LISTENER_EXTRA = ("/healthz",)
 
 
 def create_app(settings: Settings, container: Container | None = None) -> FastAPI:
@@ -58,7 +69,8 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
     )
     app.include_router(jobs.router)
     app.include_router(ops.router)
-    app.include_router(admin.router)
+    apart = settings.service.admin_port is not None
+    app.include_router(admin.router, include_in_schema=not apart)  # /docs describes the public listener
     console.mount(app)
     app.add_exception_handler(LongdocError, _longdoc_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
@@ -66,6 +78,8 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
     app.add_exception_handler(Exception, _unexpected)
     limit = settings.limits.max_upload_mb * 2**20 + MULTIPART_OVERHEAD
     app.add_middleware(UploadGate, max_body_bytes=limit, max_upload_mb=settings.limits.max_upload_mb)
+    if apart:
+        app.add_middleware(AdminApart)  # outermost: a path a listener does not serve goes no further
     return app
 
 
@@ -102,10 +116,15 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     if exc.status_code == 400 and request.url.path in UPLOAD_PATHS:  # the multipart body did not parse
         return await _longdoc_error(request, InvalidUpload(f"The upload is not valid multipart/form-data ({exc.detail})."))
-    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-    body = {"code": code, "message": str(exc.detail), "hint": "See the OpenAPI description at /docs.",
+    return _plain_error(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
+
+
+def _plain_error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """An HTTP error that is not a LongdocError (404, 405, ...) in the same envelope."""
+    code = {404: "not_found", 405: "method_not_allowed"}.get(status, "http_error")
+    body = {"code": code, "message": message, "hint": "See the OpenAPI description at /docs.",
             "retryable": False, "context": {}}
-    return JSONResponse(status_code=exc.status_code, content={"error": body}, headers=getattr(exc, "headers", None))
+    return JSONResponse(status_code=status, content={"error": body}, headers=headers)
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -192,6 +211,42 @@ class UploadGate:
         exc = UploadTooLarge(f"The upload is larger than {self.max_upload_mb} MB.", limit_mb=self.max_upload_mb)
         await _metered(scope, exc)
         await error_response(exc, close=True)(scope, _no_receive, send)
+
+
+def on_admin_listener(app: ASGIApp) -> ASGIApp:
+    """``app`` as the admin listener serves it: every request marked as come
+    in there (``scope[LISTENER_KEY] == ADMIN_LISTENER``)."""
+
+    async def marked(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            scope = {**scope, LISTENER_KEY: ADMIN_LISTENER}
+        await app(scope, receive, send)
+
+    return marked
+
+
+class AdminApart:
+    """With ``service.admin_port``: /admin is served only to requests that
+    came in on the admin listener, which is served nothing else but
+    :data:`ADMIN_LISTENER_EXTRA`; anything else is answered 404 as an
+    unknown path is (the body is not read)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not self._served(scope):
+            await _plain_error(404, "Not Found")(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    def _served(scope: Scope) -> bool:
+        path = scope.get("path", "")
+        is_admin = path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/")
+        if scope.get(LISTENER_KEY) == ADMIN_LISTENER:
+            return is_admin or path in ADMIN_LISTENER_EXTRA
+        return not is_admin
 
 
 async def _metered(scope: Scope, exc: LongdocError) -> None:

@@ -43,6 +43,7 @@ from longdoc.config import Settings
 from longdoc.errors import AdminForbidden, ConfigError, RateLimited, Unauthorized
 from longdoc.jobs.models import ApiKey
 from longdoc.jobs.repo import KeyRepo
+from longdoc.tls import redis_options
 
 log = logging.getLogger("longdoc.auth")
 
@@ -78,16 +79,19 @@ def rate_limit_storage_url(settings: Settings) -> str:
     )
 
 
-def limits_storage(url: str, key_prefix: str = KEY_PREFIX) -> Storage:
+def limits_storage(url: str, key_prefix: str = KEY_PREFIX, tls_ca_file: str | None = None) -> Storage:
     """A `limits` storage for ``url`` that raises
     :class:`limits.errors.StorageError` when the store fails. Redis-family
     stores get ``key_prefix`` (their keys are ``<key_prefix>:LIMITER/...``,
     apart from Celery's) and short socket timeouts; plain Redis clients do
-    not retry. Connects lazily: a store that is down fails on first use, not
-    here. Raises ConfigError for an unknown scheme or a store without
-    moving-window support."""
+    not retry; a ``rediss://`` store's certificate is checked against
+    ``tls_ca_file`` (``queue.tls_ca_file``). Connects lazily: a store that is
+    down fails on first use, not here. Raises ConfigError for an unknown
+    scheme, a store without moving-window support or a CA file that cannot
+    be read."""
     try:
-        storage = storage_from_string(url, wrap_exceptions=True, **_storage_options(url, key_prefix))
+        storage = storage_from_string(url, wrap_exceptions=True, **_storage_options(url, key_prefix),
+                                      **redis_options(url, tls_ca_file))
     except ConfigurationError as exc:
         raise ConfigError(f"service.rate_limit_storage_url: {exc}",
                           hint="Use memory:// or a Redis URL such as redis://host:6379/1.") from exc
@@ -112,8 +116,9 @@ class Authenticator:
     """Authentication and rate limits over ``keys``.
 
     ``storage_url`` (see :func:`rate_limit_storage_url`) is where counts
-    live; instances over the same shared store (API replicas) count
-    together. The store failing never fails a request: the check passes
+    live (a ``rediss://`` store's certificate checked against
+    ``storage_tls_ca_file``); instances over the same shared store (API
+    replicas) count together. The store failing never fails a request: the check passes
     uncounted (a ``Retry-After`` falls back to the whole window), and the
     store is not asked again for ``storage_retry_seconds``, so a hanging
     store slows few requests. ``storage_errors`` counts the store calls that
@@ -123,11 +128,11 @@ class Authenticator:
 
     def __init__(self, keys: KeyRepo, *, rate_per_minute: int, failures_per_minute: int,
                  admin_token: str | None = None, storage_url: str = MEMORY_STORAGE,
-                 key_prefix: str = KEY_PREFIX) -> None:
+                 key_prefix: str = KEY_PREFIX, storage_tls_ca_file: str | None = None) -> None:
         self.keys = keys
         self.rate_per_minute = rate_per_minute
         self.admin_token = admin_token
-        self._limiter = MovingWindowRateLimiter(limits_storage(storage_url, key_prefix))
+        self._limiter = MovingWindowRateLimiter(limits_storage(storage_url, key_prefix, storage_tls_ca_file))
         self._failures = RateLimitItemPerMinute(failures_per_minute)
         self.storage_errors = 0
         self._lock = threading.Lock()

@@ -73,7 +73,8 @@ class Container:
         self.auth = Authenticator(self.keys, rate_per_minute=settings.service.rate_limit_per_minute,
                                   failures_per_minute=settings.service.auth_failures_per_minute,
                                   admin_token=admin.get_secret_value() if admin else None,
-                                  storage_url=rate_limit_storage_url(settings))
+                                  storage_url=rate_limit_storage_url(settings),
+                                  storage_tls_ca_file=settings.queue.tls_ca_file)
         self.store = store_from_url(settings.storage.url, settings.storage.s3)
         self.scratch = ScratchDir(settings.service.work_dir)
         self.embedded = settings.queue.backend == "embedded"

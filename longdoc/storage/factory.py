@@ -7,7 +7,8 @@
 ``s3://bucket/prefix`` :class:`S3Store` on ``bucket``, objects under
                        ``prefix/`` (optional: ``s3://bucket`` uses the
                        bucket's top level); endpoint, region, part size
-                       and presigning from ``storage.s3``, credentials
+                       presigning and the CA of an https endpoint
+                       from ``storage.s3``, credentials
                        from boto3's usual sources
 =====================  ==================================================
 """
@@ -65,4 +66,5 @@ def _s3_store(url: str, rest: str, s3: S3Settings) -> ObjectStore:
     except InvalidObjectKey as exc:
         raise ConfigError(f"storage.url {url!r} has an invalid prefix: {exc.message}", hint=_S3_HINT) from exc
     return S3Store(bucket, prefix, endpoint_url=s3.endpoint_url, region=s3.region,
-                   multipart_threshold_mb=s3.multipart_threshold_mb, presign_seconds=s3.presign_seconds)
+                   multipart_threshold_mb=s3.multipart_threshold_mb, presign_seconds=s3.presign_seconds,
+                   ca_file=s3.ca_file)

@@ -37,6 +37,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from longdoc.errors import ConfigError, InvalidObjectKey, ObjectNotFound, StorageError
 from longdoc.storage.base import check_key, check_prefix
+from longdoc.tls import readable
 
 MB = 1 << 20
 DELETE_BATCH = 1000  # the most keys one DeleteObjects request takes
@@ -67,14 +68,15 @@ class S3Store:
     """
 
     def __init__(self, bucket: str, prefix: str = "", *, endpoint_url: str | None = None, region: str | None = None,
-                 multipart_threshold_mb: int = 16, presign_seconds: int | None = None, client: Any = None) -> None:
+                 multipart_threshold_mb: int = 16, presign_seconds: int | None = None, ca_file: str | None = None,
+                 client: Any = None) -> None:
         if not bucket:
             raise ConfigError("S3Store needs a bucket name.", hint="Use storage.url: s3://bucket/prefix.")
         self.bucket = bucket
         self.prefix = check_prefix(prefix, allow_empty=True)
         self._root = f"{self.prefix}/" if self.prefix else ""
         self.presign_seconds = presign_seconds
-        self.client = client if client is not None else _make_client(endpoint_url, region)
+        self.client = client if client is not None else _make_client(endpoint_url, region, ca_file)
         self.multipart_threshold_mb = multipart_threshold_mb
         part_bytes = multipart_threshold_mb * MB
         self._transfer = TransferConfig(multipart_threshold=part_bytes, multipart_chunksize=part_bytes,
@@ -327,13 +329,17 @@ class _Body(io.RawIOBase):
         super().close()
 
 
-def _make_client(endpoint_url: str | None, region: str | None) -> Any:
+def _make_client(endpoint_url: str | None, region: str | None, ca_file: str | None = None) -> Any:
+    """The boto3 client; over https the endpoint's certificate is checked
+    against ``ca_file`` (``storage.s3.ca_file``), else botocore's CA bundle."""
+    verify = readable(ca_file, "storage.s3.ca_file") if ca_file else None
     config = Config(signature_version="s3v4", connect_timeout=_CONNECT_TIMEOUT_SECONDS,
                     read_timeout=_READ_TIMEOUT_SECONDS,
                     retries={"mode": "standard", "max_attempts": _MAX_ATTEMPTS},
                     s3={"addressing_style": "path"} if endpoint_url else None)
     try:
-        return boto3.session.Session().client("s3", endpoint_url=endpoint_url, region_name=region, config=config)
+        return boto3.session.Session().client("s3", endpoint_url=endpoint_url, region_name=region, config=config,
+                                              verify=verify)
     except (BotoCoreError, ValueError) as exc:  # a bad endpoint URL, an unknown AWS_PROFILE, ...
         raise ConfigError(f"Cannot set up the S3 client: {_redacted(exc)}",
                           hint="Check storage.s3.endpoint_url and region, and boto3's AWS_* environment "

@@ -41,6 +41,7 @@ from longdoc.jobs.lease import worker_id
 from longdoc.jobs.reconciler import Loop
 from longdoc.jobs.steps import Send
 from longdoc.jobs.task_repo import QUEUES
+from longdoc.tls import redis_options
 
 log = logging.getLogger("longdoc.worker")
 
@@ -51,9 +52,14 @@ _state: dict[str, Any] = {}
 
 
 def make_app(settings: Settings) -> Celery:
-    """The Celery app for ``settings.queue`` (sending and working)."""
+    """The Celery app for ``settings.queue`` (sending and working). A
+    ``rediss://`` broker is reached over TLS, its certificate checked against
+    ``queue.tls_ca_file`` (ConfigError when that file cannot be read)."""
     q = settings.queue
     app = Celery("longdoc", broker=q.broker_url, set_as_current=False)
+    tls = redis_options(q.broker_url or "", q.tls_ca_file)
+    if tls:
+        app.conf.broker_use_ssl = tls
     app.conf.update(
         task_queues=[Queue(name) for name in QUEUES],
         task_default_queue="cpu",

@@ -28,6 +28,7 @@ import copy
 import os
 import secrets
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -128,12 +129,23 @@ class Server(ServiceAccess):
         }, overrides)
         self.config_path.write_text(yaml.safe_dump(self.config), encoding="utf-8")
         self.proc: subprocess.Popen | None = None
+        #: how this test's own clients check (and present) certificates over https
+        self.verify: ssl.SSLContext | bool = True
 
     # -- process -------------------------------------------------------------
 
     @property
+    def scheme(self) -> str:
+        return "https" if self.config["service"].get("tls_certfile") else "http"
+
+    @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
+
+    @property
+    def admin_url(self) -> str:
+        """The admin listener (``service.admin_port``)."""
+        return f"{self.scheme}://{self.config['service'].get('admin_host', '127.0.0.1')}:{self.config['service']['admin_port']}"
 
     def start(self, wait_ready: bool = True) -> Server:
         assert self.proc is None or self.proc.poll() is not None, "server already running"
@@ -159,7 +171,7 @@ class Server(ServiceAccess):
             if self.proc.poll() is not None:
                 raise AssertionError(f"server exited with {self.proc.returncode} before ready:\n{self.log_tail()}")
             try:
-                last = httpx.get(f"{self.url}/readyz", timeout=5)
+                last = httpx.get(f"{self.url}/readyz", timeout=5, verify=self.verify)
                 if last.status_code == 200:
                     return
             except httpx.TransportError:
@@ -233,11 +245,12 @@ class Server(ServiceAccess):
         assert fields.get("tenant") == tenant, out
         return Key(key=out[-1].strip(), webhook_secret=fields["webhook_secret"], id=fields["id"], tenant=tenant)
 
-    def client(self, key: str | Key, timeout: float = 60) -> LongdocClient:
-        return LongdocClient(self.url, key.key if isinstance(key, Key) else key, timeout=timeout)
+    def client(self, key: str | Key, timeout: float = 60, **tls: str) -> LongdocClient:
+        """A LongdocClient; ``tls``: its ca_file, cert_file, key_file."""
+        return LongdocClient(self.url, key.key if isinstance(key, Key) else key, timeout=timeout, **tls)
 
     def http(self, key: str | Key | None = None, timeout: float = 60) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers=self.key_headers(key), timeout=timeout)
+        return httpx.Client(base_url=self.url, headers=self.key_headers(key), timeout=timeout, verify=self.verify)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -5,6 +5,8 @@ Runs against the real Redis at ``$LONGDOC_TEST_REDIS_URL`` (default
 redis://127.0.0.1:6379/0); skipped with the reason when it cannot be reached.
 Every test counts under its own key prefix and deletes its keys at the end.
 Two :class:`Authenticator` instances over one URL stand for two API replicas.
+The TLS tests run a private ``redis-server`` that listens only over TLS
+(:mod:`tests.redis_server`, certificates from :mod:`tests.pki`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from longdoc.jobs import db
 from longdoc.jobs.repo import KeyRepo
 from longdoc.service.auth import Authenticator, rate_limit_storage_url
 from tests.conftest import free_port
+from tests.pki import Pki, pki  # noqa: F401  (fixture)
+from tests.redis_server import REDIS_SERVER, Redis
 
 REDIS_URL = os.environ.get("LONGDOC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -59,9 +63,20 @@ def keys(tmp_path):
     engine.dispose()
 
 
-def replica(keys: KeyRepo, url: str, key_prefix: str, **limits: int) -> Authenticator:
+def replica(keys: KeyRepo, url: str, key_prefix: str, ca_file: str | None = None, **limits: int) -> Authenticator:
     return Authenticator(keys, rate_per_minute=limits.get("rate", 100), failures_per_minute=limits.get("failures", 30),
-                         admin_token="a" * 32, storage_url=url, key_prefix=key_prefix)
+                         admin_token="a" * 32, storage_url=url, key_prefix=key_prefix, storage_tls_ca_file=ca_file)
+
+
+@pytest.fixture(scope="module")
+def tls_redis(tmp_path_factory, pki):
+    """A private Redis that speaks TLS only (no plain port)."""
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed (Debian package redis-server)")
+    server = Redis(tmp_path_factory.mktemp("redis-tls"), tls=pki)
+    server.start()
+    yield server
+    server.stop()
 
 
 def bearer(plaintext: str) -> str:
@@ -223,3 +238,39 @@ def test_celery_on_amqp_needs_an_explicit_storage_url():
     with pytest.raises(ConfigError) as refused:
         rate_limit_storage_url(settings)
     assert "service.rate_limit_storage_url" in refused.value.hint
+
+
+# --- over TLS (rediss:// and queue.tls_ca_file) ----------------------------------------
+
+
+def test_replicas_count_over_tls_with_the_ca_file(keys, tls_redis, pki):
+    row, plaintext = keys.create("acme", rate_limit_per_minute=3)
+    settings = Settings(queue={"backend": "celery", "broker_url": tls_redis.url, "tls_ca_file": str(pki.ca)})
+    url = rate_limit_storage_url(settings)  # the broker's Redis, over TLS
+    assert url == tls_redis.url and url.startswith("rediss://")
+    a, b = (replica(keys, url, "longdoc-tls", settings.queue.tls_ca_file) for _ in range(2))
+    for auth in (a, b, a):
+        assert auth.authenticate(bearer(plaintext), "10.0.1.1").id == row.id
+    with pytest.raises(RateLimited):
+        b.authenticate(bearer(plaintext), "10.0.1.1")
+    assert a.storage_errors == b.storage_errors == 0
+    counted = redis.Redis.from_url(tls_redis.url, ssl_ca_certs=str(pki.ca))
+    assert list(counted.scan_iter(match="longdoc-tls:*"))  # the counts live in the TLS Redis
+    counted.close()
+
+
+@pytest.mark.parametrize("ca", ["other", "system"])
+def test_a_tls_store_whose_certificate_is_not_trusted_is_not_used(keys, tls_redis, pki, ca):
+    """The server's certificate is checked: against another CA (or the
+    system's, which never signed it) the store fails, open, like a dead one."""
+    _, plaintext = keys.create("acme", rate_limit_per_minute=1)
+    auth = replica(keys, tls_redis.url, "longdoc-tls-untrusted", str(pki.other_ca) if ca == "other" else None)
+    for _ in range(3):
+        assert auth.authenticate(bearer(plaintext), "10.0.1.2")  # over 1/minute, but nothing could count
+    assert auth.storage_errors >= 3
+
+
+def test_an_unreadable_tls_ca_file_is_a_config_error(keys, tmp_path):
+    with pytest.raises(ConfigError, match="queue.tls_ca_file"):
+        replica(keys, "rediss://127.0.0.1:6380/0", "x", str(tmp_path / "missing.pem"))
+    assert replica(keys, REDIS_URL, "x", str(tmp_path / "missing.pem"))  # not read for plain redis://

@@ -3,25 +3,31 @@ say about every store, against moto's S3 server (conftest.py). Large objects
 go up in parts, a broken multipart upload leaves nothing behind, stores see
 only their own prefix, an object may share its name with a folder, deletes
 page through more than 1000 objects, a missing bucket or stopped server is a
-StorageError, presigned URLs, lifecycle retention, and the s3:// factory.
+StorageError, presigned URLs, lifecycle retention, the s3:// factory, and an
+https endpoint under a private CA (``storage.s3.ca_file``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import ssl
+import threading
 import time
 import uuid
 
 import httpx
 import pytest
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from werkzeug.serving import make_server
 
 from longdoc.config import S3Settings
 from longdoc.errors import ConfigError, InvalidObjectKey, StorageError
 from longdoc.storage import store_from_url
 from longdoc.storage.s3 import S3Store
-from tests.storage.conftest import (BUCKET, FAKE_SECRET, ProbingReader, moto_store, requests_sent, s3_client,
-                                    start_moto)
+from tests.pki import pki  # noqa: F401  (fixture)
+from tests.storage.conftest import (BUCKET, FAKE_KEY_ID, FAKE_SECRET, ProbingReader, moto_store, requests_sent,
+                                    s3_client, start_moto)
 
 MB = 1 << 20
 
@@ -236,3 +242,40 @@ def test_moto_s3_factory_refuses_urls_without_a_valid_bucket_or_prefix(url):
     with pytest.raises(ConfigError) as info:
         store_from_url(url, S3Settings())
     assert "s3://bucket" in info.value.hint
+
+
+# -- an https endpoint under a private CA (storage.s3.ca_file) ----------------------------
+
+
+@pytest.fixture(scope="module")
+def https_moto(pki):
+    """moto's S3 app behind https, with the server certificate of tests.pki."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(str(pki.server_cert), str(pki.server_key))
+    server = make_server("127.0.0.1", 0, DomainDispatcherApplication(create_backend_app), threaded=True,
+                         request_handler=MotoRequestHandler, ssl_context=context)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"https://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    thread.join()
+
+
+def test_an_https_endpoint_is_checked_against_storage_s3_ca_file(https_moto, pki, monkeypatch, tmp_path):
+    for name, value in (("AWS_ACCESS_KEY_ID", FAKE_KEY_ID), ("AWS_SECRET_ACCESS_KEY", FAKE_SECRET)):
+        monkeypatch.setenv(name, value)
+    url = "s3://longdoc-https/tls"
+
+    def store(**s3):
+        return store_from_url(url, S3Settings(endpoint_url=https_moto, region="us-east-1", **s3))
+
+    trusting = store(ca_file=str(pki.ca))
+    trusting.client.create_bucket(Bucket="longdoc-https")
+    trusting.put_bytes("tenants/acme/a.json", b'{"x": 1}')
+    assert trusting.get_bytes("tenants/acme/a.json") == b'{"x": 1}'
+    trusting.ping()
+    for s3 in ({}, {"ca_file": str(pki.other_ca)}):  # botocore's CA bundle; another CA
+        with pytest.raises(StorageError):
+            store(**s3).get_bytes("tenants/acme/a.json")
+    with pytest.raises(ConfigError, match=r"storage\.s3\.ca_file"):
+        store(ca_file=str(tmp_path / "missing.pem"))

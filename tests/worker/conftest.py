@@ -4,7 +4,8 @@ moto's S3 server standing in for S3 (no S3 server is installable here).
 
 - Redis: a private ``redis-server`` on a free port per fleet (the same
   binary as the machine's; no persistence, as the machine's), so a test
-  can restart it without touching anyone else's queues;
+  can restart it without touching anyone else's queues
+  (:mod:`tests.redis_server`; over TLS with ``redis_tls``);
 - PostgreSQL: a throwaway database per fleet (``tests/pg.py``);
 - S3: ``moto.server.ThreadedMotoServer`` on 127.0.0.1 in this process, a
   bucket per fleet; the processes get fake credentials in their environment.
@@ -17,7 +18,6 @@ restart the API. A failing test gets the tail of every log.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -35,11 +35,12 @@ from sqlalchemy import create_engine, text
 
 from tests.conftest import free_port
 from tests.pg import pg_server  # noqa: F401  (fixture)
+from tests.pki import Pki
+from tests.redis_server import REDIS_SERVER, Redis
 from tests.service.conftest import SAMPLE_PDF, Key, Server, deep_merge
 
 AWS_ENV = {"AWS_ACCESS_KEY_ID": "moto-fake-key", "AWS_SECRET_ACCESS_KEY": "moto-fake-secret",
            "AWS_DEFAULT_REGION": "us-east-1"}
-REDIS_SERVER = shutil.which("redis-server")
 _LOGS: list[Path] = []
 
 
@@ -56,33 +57,6 @@ def moto_s3():
     server.start()
     yield f"http://127.0.0.1:{port}"
     server.stop()
-
-
-class Redis:
-    """A private redis-server (restartable on the same port)."""
-
-    def __init__(self, root: Path) -> None:
-        self.port = free_port()
-        self.log = root / "redis.log"
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 10
-        while subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True).stdout.strip() != b"PONG":
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
 
 
 class Worker:
@@ -142,10 +116,11 @@ class Worker:
 class Fleet:
     """An API, workers, Redis, a PostgreSQL database and a moto bucket."""
 
-    def __init__(self, root: Path, database_url: str, s3_endpoint: str, **overrides: dict[str, Any]) -> None:
+    def __init__(self, root: Path, database_url: str, s3_endpoint: str, redis_tls: Pki | None = None,
+                 **overrides: dict[str, Any]) -> None:
         self.root = root
         self.database_url = database_url
-        self.redis = Redis(root)
+        self.redis = Redis(root, tls=redis_tls)
         self.redis.start()
         bucket = f"fleet-{uuid.uuid4().hex[:12]}"
         boto3.client("s3", endpoint_url=s3_endpoint, aws_access_key_id=AWS_ENV["AWS_ACCESS_KEY_ID"],
@@ -158,6 +133,8 @@ class Fleet:
             "service": {"rate_limit_per_minute": 100_000, "work_dir": str(root / "work")},
             "inference": {"workers": 1, "page_chunk_size": 8, "chunk_overlap": 1},
         }, overrides)
+        if redis_tls is not None:
+            config["queue"]["tls_ca_file"] = str(redis_tls.ca)
         if not config["queue"]["broker_url"].startswith("redis"):  # request counts still live in a Redis
             config["service"].setdefault("rate_limit_storage_url", self.redis.url)
         os.environ.update(AWS_ENV)  # the API inherits the environment (Server starts it)
@@ -204,17 +181,19 @@ class Fleet:
 
 @pytest.fixture
 def start_fleet(request, tmp_path, moto_s3):
-    """``start_fleet(workers=2, **overrides) -> Fleet`` (started), stopped at teardown."""
+    """``start_fleet(workers=2, redis_tls=None, **overrides) -> Fleet`` (started; with ``redis_tls``
+    a :class:`~tests.pki.Pki`, Redis over TLS: rediss:// and queue.tls_ca_file), stopped at teardown."""
     if REDIS_SERVER is None:
         pytest.skip("redis-server is not installed (Debian package redis-server)")
     fleets: list[Fleet] = []
     saved = {k: os.environ.get(k) for k in AWS_ENV}
 
     def start(workers: int = 2, queues: str = "cpu,engine,short", concurrency: int = 1,
-              **overrides: dict[str, Any]) -> Fleet:
+              redis_tls: Pki | None = None, **overrides: dict[str, Any]) -> Fleet:
         root = tmp_path / f"fleet-{len(fleets)}"
         (root / "api").mkdir(parents=True)
-        fleet = Fleet(root, request.getfixturevalue("pg_server").create_database(), moto_s3, **overrides)
+        fleet = Fleet(root, request.getfixturevalue("pg_server").create_database(), moto_s3, redis_tls,
+                      **overrides)
         fleets.append(fleet)
         return fleet.start(workers, queues, concurrency)
 

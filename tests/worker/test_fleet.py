@@ -17,8 +17,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis
 
 from tests.docgen import long_textlayer
+from tests.pki import pki  # noqa: F401  (fixture)
 from tests.service.helpers import accepted, submit, wait_terminal
 from tests.worker.conftest import wait_for
 
@@ -259,3 +261,23 @@ def test_the_fleet_runs_the_same_on_rabbitmq(start_fleet, doc_120):
         every_page_once_in_order(http, job["id"], 120)
     groups = {n: t for n, t in tasks_of(fleet, job["id"]).items() if n.startswith("group:")}
     assert len({t[2] for t in groups.values()}) == 2, "the groups ran on both workers"
+
+
+def test_the_broker_and_the_rate_limits_run_over_tls_to_redis(start_fleet, pki, tmp_path):
+    """Redis listening only over TLS (rediss://, its CA in queue.tls_ca_file):
+    the API sends tasks and the worker takes them through it, and the API
+    counts a key's requests in it."""
+    fleet = start_fleet(workers=1, redis_tls=pki, inference={"regions": False})
+    assert fleet.redis.url.startswith("rediss://")
+    doc = long_textlayer(tmp_path, pages=20, seed=3)  # past short_doc_pages: ingest, render, groups, assemble
+    with fleet.api.http(fleet.create_key("tls")) as http:
+        job = accepted(submit(http, doc.pdf_path, {"formats": ["txt", "json"]}))
+        assert wait_terminal(http, job["id"], timeout=180)["state"] == "succeeded"
+        every_page_once_in_order(http, job["id"], 20)
+    assert {n.split(":")[0] for n in tasks_of(fleet, job["id"])} >= {"ingest", "render", "group", "assemble"}
+    limited = fleet.api.create_key("tls-limited", rate_limit=2)
+    with fleet.api.http(limited) as http:
+        assert [http.get("/v1/jobs").status_code for _ in range(3)] == [200, 200, 429]
+    counts = redis.Redis.from_url(fleet.redis.url, ssl_ca_certs=str(pki.ca))
+    assert list(counts.scan_iter(match="longdoc:*"))  # counted in the TLS Redis
+    counts.close()
