@@ -60,12 +60,14 @@ def test_each_page_keeps_its_items_in_the_text_and_the_cut_item_is_joined_once(l
         assert item in whole                                            # joined on its first page
     else:
         assert item[-30:] in whole                                      # its end too (OCR: a tolerance on the rest)
-    assert item[-30:] not in _alnum(pages[1])                           # and only there
+    first = pages[1].strip().splitlines()[0]                          # and only there: page 2 starts with its
+    assert _starts(first) == doc.items_on(2)[:1], first                # first new item
 
 
 def test_the_json_keeps_the_list_s_parts_on_their_pages(list_run):
     doc, kind, out = list_run
     document = Document.model_validate_json(out["json"].read_text(encoding="utf-8"))
+    assert {p.text_source.value for p in document.pages} == {"ocr" if kind == "scan" else "text_layer"}
     lists = [(p.number, b) for p in document.pages for b in p.blocks if b.kind is BlockKind.LIST]
     assert [n for n, _ in lists] == [1, 2, 3]
     assert [b.continues for _, b in lists] == [None, lists[0][1].id, lists[1][1].id]
