@@ -1,4 +1,4 @@
-"""Markdown view of one page.
+"""Markdown view of a page, and of the document page by page.
 
 - title → ``#``, heading level L → ``#`` × (L+1) (capped at 6);
 - list → one ``- item`` per line of the block (numbered markers are kept as

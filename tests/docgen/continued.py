@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.docgen.documents import BODY, SMALL, TITLE, _header_footer, _finish, _Writer
-from tests.docgen.layout import A5, Block, Canvas, Flow, Frame, LineSpec, wrap_words
+from tests.docgen.layout import A5, Canvas, Flow, Frame, LineSpec, wrap_words
 from tests.docgen.prose import LIST_ITEMS, EnglishProse
 from tests.docgen.raster import rasterize
 from tests.docgen.truth import GeneratedDoc
@@ -96,5 +96,3 @@ def _lay_out(tmp_dir: Path, texts: list[str], intro: int, seed: int) -> ListDoc 
     items = [" ".join(ln.text for ln in listing.placed if ln.spec.item == n) for n in range(len(texts))]
     return ListDoc(doc, items, pages)
 
-
-__all__ = ["Block", "ListDoc", "numbered_list"]
