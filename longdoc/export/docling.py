@@ -180,7 +180,7 @@ class DoclingWriter:
         if block.kind is BlockKind.TABLE:   # a table without cells: its text
             label = "text"
         if text:
-            self._emit("body", json.dumps({"$ref": self._text(block, label, layer, number, extra=extra)}))
+            self._emit("body", json.dumps({"$ref": self._text(block, label, layer, number, extra=extra, text=text)}))
 
     def _list(self, block: Block, number: int, layer: str) -> None:
         """A list's items into its group (a new one, unless ``block`` goes on
@@ -252,9 +252,9 @@ class DoclingWriter:
         self._emit(section, json.dumps(item, ensure_ascii=False))
 
     def _text(self, block: Block, label: str, layer: str, number: int, *, parent: str = "#/body",
-              extra: dict[str, Any] | None = None) -> str:
-        """``block`` (on page ``number``) as a text item; its ref."""
-        text = _item_text(block)
+              extra: dict[str, Any] | None = None, text: str | None = None) -> str:
+        """``block`` (on page ``number``) as a text item (``text``: its item text, when known); its ref."""
+        text = _item_text(block) if text is None else text
         return self._write_text(text, label, layer, self._provenance(block, number, text), parent=parent, extra=extra)
 
     def _write_text(self, text: str, label: str, layer: str, prov: list[dict[str, Any]], *,
@@ -287,7 +287,10 @@ class DoclingWriter:
 
     def _prov(self, page: int, boxes: list[BBox], number: int, text: str) -> dict[str, Any]:
         height = self._heights.get(page) or self._heights.get(number) or 0.0
-        return {"page_no": page, "bbox": _bbox(BBox.enclosing(boxes), height), "charspan": [0, len(text)]}
+        x0, y0 = min(b.x0 for b in boxes), min(b.y0 for b in boxes)
+        x1, y1 = max(b.x1 for b in boxes), max(b.y1 for b in boxes)
+        return {"page_no": page, "bbox": {"l": x0, "t": height - y0, "r": x1, "b": height - y1,
+                                          "coord_origin": "BOTTOMLEFT"}, "charspan": [0, len(text)]}
 
     def _copy(self, section: str, out: TextIO) -> None:
         with open(self._part(section), encoding="utf-8") as f:
