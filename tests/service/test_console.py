@@ -326,6 +326,7 @@ def test_the_page_viewer_says_which_block_a_continued_list_goes_on_from(server, 
     (part,) = [b for b in page["blocks"] if b["kind"] == "list"]
     assert part["continues"]
     console.sign_in(server.url, key.key)
+    console.wait_for("#jobs-body tr")
     console.go(f"#/jobs/{job['id']}/pages/2")
     item = console.wait_for(f'#blocks li[data-block="{part["id"]}"]')
     console.until(lambda d: item.find_elements(By.CSS_SELECTOR, ".continues"), what="the continues note")
