@@ -141,6 +141,9 @@ class TableCell(BaseModel):
     col_span: int = Field(default=1, ge=1)
     text: Text = ""
     bbox: BBox | None = None
+    page: int | None = Field(
+        default=None, ge=1, description="1-based page the cell is printed on, set on every cell of a table "
+        "continued over a page break (each part's cells on the part's page); None on a table on one page")
 
 
 class RegionKind(str, Enum):
@@ -177,8 +180,11 @@ class Block(BaseModel):
     blocks of the page including furniture). ``text`` is the block's text as
     exports print it (lines joined, hyphenation at line ends removed; a
     CODE block: its lines one per line, indentation as spaces).
-    ``source_pages`` lists every page the block's lines come from; a block
-    continued over a page break lives on its first page.
+    ``source_pages`` lists every page the block's lines come from: a
+    paragraph or list item cut by a page break is joined once, on its first
+    page. A list or table continued over a page break keeps its later items
+    or rows on the page they are printed on, each part a block whose
+    ``continues`` names the part before it.
     """
 
     id: str
@@ -195,6 +201,12 @@ class Block(BaseModel):
     cells: list[TableCell] | None = Field(
         default=None, description="for tables: the cells, row by row (text holds them as tab-separated rows)"
     )
+    continues: str | None = Field(
+        default=None, description="for a list or table continued over a page break: the id of the part "
+        "before this one (on the page before, or on an earlier page when the pages between hold nothing "
+        "else of the main text); this block holds the items or rows printed on its own page (a table's "
+        "rows numbered from 0 on this page, a repeated header row left out). None for a first part and "
+        "any other block")
 
 
 class PageStatus(str, Enum):

@@ -1,8 +1,8 @@
 """Assemble: document-level passes over laid-out pages, streamed in order.
 
-- :func:`stitch` — merge paragraphs and lists continued over page breaks.
+- :func:`stitch` — join what a page break cuts; mark lists and tables continued over it.
 """
 
-from longdoc.assemble.stitch import continues, stitch
+from longdoc.assemble.stitch import continues, stitch, stitched_page
 
-__all__ = ["continues", "stitch"]
+__all__ = ["continues", "stitch", "stitched_page"]

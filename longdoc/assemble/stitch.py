@@ -1,55 +1,66 @@
-"""Cross-page stitching: a paragraph, list or code listing continued over a
-page break becomes one block on the page where it starts.
+"""Cross-page stitching: what a page break cuts is joined once, on its first
+page; a list or table continued over a page break keeps its later items or
+rows on the page they are printed on, marked as parts of the same list or
+table.
 
 ::
 
-    page N      … tail block ┐            page N      … tail + head (source_pages [N, N+1])
-    page N+1    head block ──┘ continues?  page N+1    (head removed, order renumbered)
-                …                          …
+    page N      … tail ─────────┐            page N      … tail + cut piece (source_pages [N, N+1])
+    page N+1    cut piece ──────┘ runs on?   page N+1    items/rows (continues = tail's id)
+                items/rows of the tail's list/table         …
 
 *Tail* = the last block of page N that is not furniture, a side note, a
 footnote, a figure, a caption or a table; *head* = the first such block of
-page N+1. They are merged when both are PARAGRAPH or LIST and
-:func:`continues` says the text runs on, or when both are CODE. The
-merged block keeps the tail's id, kind and box (its box on page N); its
-lines are the tail's then the head's (each Line keeps its own ``page``); its
-text is ``join_pair(tail, head)``, or ``tail + "\\n" + head`` when the head
-starts new items of the tail's list (a LIST has one line per item) or both
-are CODE. Side notes on page N+1 anchored to the head are re-anchored to
-the merged block.
+page N+1. Three things can happen at a seam:
 
-Chains: when page N+1 holds nothing else of the main text, the merged block
-stays open and page N+2's head may join it too. Only the page owning the
-open block and the pages it has swallowed are held (the latter reduced to
-furniture and the like), and a chain is closed after
-``max_chain_pages`` pages, so memory does not grow with page count.
+- **join** (the break cut a paragraph, a list item or a code listing): the
+  head's piece is appended to the tail — PARAGRAPH or LIST both, when
+  :func:`runs_on` says the text runs on, or CODE both. The joined block
+  keeps the tail's id, kind and box (its box on page N); its lines are the
+  tail's then the piece's (each Line keeps its own ``page``); its text is
+  ``join_pair(tail, piece)`` (``tail + "\\n" + head`` for code). When the
+  head is a LIST that starts with the cut item's end and goes on with new
+  items, only that first item's lines move; the rest stays on page N+1.
+  Side notes anchored to a head that moved whole are re-anchored to the
+  joined block.
+- **list continued**: a LIST tail and, after any joined piece, a LIST head
+  that starts new items: the head stays where it is, with ``continues`` =
+  the tail's id.
+- **table continued**: a TABLE with cells that ends page N (only furniture,
+  side notes and footnotes after it) and a TABLE with cells that starts
+  page N+1 (only furniture, side notes and captions before it) with the
+  same number of columns (:func:`tables_continue`). The head stays on its
+  page with ``continues`` = the tail's id; its first row is left out when
+  it repeats the table's header row (the first part's first row), its rows
+  are renumbered from 0, its text rebuilt from its cells; every cell of
+  every part records its page (``TableCell.page``).
 
-Code: a CODE block that ends page N (the tail) and a CODE block that
-starts page N+1 (the head) are one listing continued: the head's lines
-follow the tail's (``tail + "\\n" + head``, each part's indentation as
-laid out on its page). A code block never joins a paragraph or a list,
-either way.
+Markdown writes a continued list or table as one (:mod:`longdoc.export.markdown`),
+the docling export as one group or table item; text, JSON and the per-page
+results keep each page's own blocks.
 
-Tables: a TABLE with cells that ends page N (only furniture, side notes
-and footnotes after it) and a TABLE with cells that starts page N+1 (only
-furniture, side notes and captions before it) with the same number of
-columns are one table (:func:`tables_continue`): the head's rows are
-appended to the tail's, without the head's first row when it repeats the
-tail's header row, and the text is rebuilt from the cells.
+Chains: when page N+1 holds nothing else of the main text after a join
+(a paragraph longer than a page), the joined block stays open and page
+N+2's head may join it too. Only the page owning the open block and the
+pages it has swallowed are held (the latter reduced to furniture and the
+like), and a chain is closed after ``max_chain_pages`` pages, so memory
+does not grow with page count. A continued list or table holds no page:
+each part is on its own page.
 
-Never joined: across a FAILED page, across a gap in page numbers (a page
-range that skips pages), or into a heading, table, code or any other kind.
-Pages come out in input order, each exactly once; input pages are not
-modified (changed pages are copies).
+Never joined or continued: across a FAILED page, across a gap in page
+numbers (a page range that skips pages), or into a heading, table, code or
+any other kind (a code block only joins a code block). Pages come out in
+input order, each exactly once; input pages are not modified (changed pages
+are copies).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from longdoc.layout.tables import table_text
 from longdoc.layout.text import has_list_marker, join_pair, runs_on
-from longdoc.model import FURNITURE_KINDS, Block, BlockKind, Page, PageStatus, TableCell
+from longdoc.model import FURNITURE_KINDS, BBox, Block, BlockKind, Page, PageStatus, TableCell
 
 #: kinds that can be continued over a page break
 FLOWING = frozenset({BlockKind.PARAGRAPH, BlockKind.LIST})
@@ -68,46 +79,79 @@ DEFAULT_MAX_CHAIN_PAGES = 16
 
 
 def stitch(pages: Iterable[Page], *, max_chain_pages: int = DEFAULT_MAX_CHAIN_PAGES) -> Iterator[Page]:
-    """Yield ``pages`` in order, with blocks continued over page breaks
-    merged (see the module docstring). Consumes ``pages`` lazily, holding
-    one page (plus the pages an open chain has swallowed, at most
-    ``max_chain_pages`` in all; a longer chain is cut there, its text kept
-    in two blocks). Raises ``ValueError`` if ``max_chain_pages`` < 2."""
+    """Yield ``pages`` in order, stitched over their page breaks (see the
+    module docstring). Consumes ``pages`` lazily, holding one page (plus
+    the pages an open chain has swallowed, at most ``max_chain_pages`` in
+    all; a longer chain is cut there, its text kept in two blocks). Raises
+    ``ValueError`` if ``max_chain_pages`` < 2."""
     if max_chain_pages < 2:
         raise ValueError("max_chain_pages must be at least 2")
     held: list[Page] = []  # held[0] owns the open tail; the rest were swallowed whole
+    headers: dict[str, list[str]] = {}  # the last table part's id -> its table's header row
     for page in pages:
-        pair = _pair(held[0], held[-1], page) if held else None
-        if pair is not None:
-            owner, rest = _merge(held[0], page, *pair)
+        seam = _seam(held[0], held[-1], page, headers) if held else None
+        if seam is not None:
+            owner, rest, open_tail = seam
             held[0] = owner
-            if _closes_chain(rest, pair[0]) or len(held) + 1 >= max_chain_pages:
+            if open_tail is not None and not _closes_chain(rest) and len(held) + 1 < max_chain_pages:
+                held.append(rest)
+            else:
                 yield from held
                 held = [rest]
-            else:
-                held.append(rest)
             continue
         yield from held
         held = [page]
     yield from held
 
 
-def continues(tail: Block, head: Block) -> bool:
-    """Whether ``head`` (top of the next page) continues ``tail``.
+def stitched_page(load: Callable[[int], Page | None], number: int) -> Page | None:
+    """Page ``number`` as :func:`stitch` leaves it, stitched with its
+    neighbours: the page before it and the pages after it as far as its
+    last block runs on (``load(n)`` gives page n, or None where there is
+    none, or none yet). None when ``load(number)`` is None. The page before
+    is taken as where the document starts, so page ``number`` is as in the
+    whole document's stitching unless the page before was swallowed whole by
+    a chain (a list item longer than a page: then page ``number``'s items
+    are not marked as continuing it)."""
+    def pages() -> Iterator[Page]:
+        before = load(number - 1) if number > 1 else None
+        if before is not None:
+            yield before
+        n = number
+        while (page := load(n)) is not None:
+            yield page
+            n += 1
 
-    True when both are CODE (a listing over a page break), when the tail is
-    a LIST and the head starts new items of it, or when the head's text runs
-    on from the tail's (:func:`~longdoc.layout.text.runs_on`: a broken word
-    "exam-", or no sentence end and a lowercase start, or CJK on both
-    sides). A CODE block continues only a CODE block.
-    """
+    for page in stitch(pages()):
+        if page.number == number:
+            return page
+    return None
+
+
+def continues(tail: Block, head: Block) -> bool:
+    """Whether ``head`` (top of the next page) goes on from ``tail``: joined
+    to it (:func:`joins`) or new items of its list (:func:`new_items`)."""
+    return new_items(tail, head) or joins(tail, head)
+
+
+def joins(tail: Block, head: Block) -> bool:
+    """Whether ``head`` starts with the end of what the break cut in
+    ``tail``: both CODE (a listing over a page break), or both PARAGRAPH or
+    LIST and the head's text runs on from the tail's
+    (:func:`~longdoc.layout.text.runs_on`: a broken word "exam-", or no
+    sentence end and a lowercase start, or CJK on both sides; never a head
+    that starts with a list marker). A CODE block joins only a CODE block."""
     if tail.kind is BlockKind.CODE or head.kind is BlockKind.CODE:
         return tail.kind is head.kind
     if tail.kind not in FLOWING or head.kind not in FLOWING:
         return False
-    if has_list_marker(head.text):
-        return tail.kind is BlockKind.LIST and head.kind is BlockKind.LIST
     return runs_on(tail.text, head.text)
+
+
+def new_items(tail: Block, head: Block) -> bool:
+    """Whether ``head`` starts new items of the list ``tail``: both LIST,
+    the head's text starting with a list marker."""
+    return tail.kind is BlockKind.LIST and head.kind is BlockKind.LIST and has_list_marker(head.text)
 
 
 def tables_continue(tail: Block, head: Block) -> bool:
@@ -118,19 +162,29 @@ def tables_continue(tail: Block, head: Block) -> bool:
     return _n_cols(tail.cells) == _n_cols(head.cells)
 
 
-def _pair(owner: Page, last: Page, page: Page) -> tuple[Block, Block] | None:
-    """The (tail, head) that join across the break before ``page``, if any."""
-    if owner.status is not PageStatus.OK or page.status is not PageStatus.OK:
-        return None
-    if page.number != last.number + 1:
+def _seam(owner: Page, last: Page, page: Page, headers: dict[str, list[str]]) -> tuple[Page, Page, Block | None] | None:
+    """What the break before ``page`` does: None when nothing goes on over
+    it; else (owner, page) as changed, and the joined tail when the head
+    was joined whole (a chain may go on from it)."""
+    if owner.status is not PageStatus.OK or page.status is not PageStatus.OK or page.number != last.number + 1:
         return None
     tail, head = _edge(owner, TABLE_TAIL_PAST, last=True), _edge(page, TABLE_HEAD_PAST, last=False)
     if tail is not None and head is not None and tables_continue(tail, head):
-        return tail, head
+        return *_continue_table(owner, page, tail, head, headers), None
     tail, head = _edge(owner, LOOKED_PAST, last=True), _edge(page, LOOKED_PAST, last=False)
-    if tail is not None and head is not None and continues(tail, head):
-        return tail, head
-    return None
+    if tail is None or head is None:
+        return None
+    if new_items(tail, head):
+        return owner, _replace(page, head, head.model_copy(update={"continues": tail.id})), None
+    if not joins(tail, head):
+        return None
+    owner, page, joined, whole = _join(owner, page, tail, head)
+    if not whole:
+        return owner, page, None
+    head = _edge(page, LOOKED_PAST, last=False)
+    if head is not None and new_items(joined, head):
+        return owner, _replace(page, head, head.model_copy(update={"continues": joined.id})), None
+    return owner, page, joined
 
 
 def _edge(page: Page, past: frozenset[BlockKind], *, last: bool) -> Block | None:
@@ -141,48 +195,62 @@ def _edge(page: Page, past: frozenset[BlockKind], *, last: bool) -> Block | None
     return None
 
 
-def _closes_chain(rest: Page, tail: Block) -> bool:
-    """Whether ``rest`` (a page whose head was merged) holds other text, so
-    that the open block cannot run on over it."""
-    past = TABLE_TAIL_PAST if tail.kind is BlockKind.TABLE else LOOKED_PAST
-    return any(b.kind not in past for b in rest.blocks)
+def _closes_chain(rest: Page) -> bool:
+    """Whether ``rest`` (a page whose head was joined whole) holds other
+    text, so that the open block cannot run on over it."""
+    return any(b.kind not in LOOKED_PAST for b in rest.blocks)
 
 
 def _n_cols(cells: list[TableCell]) -> int:
     return max(c.col + c.col_span for c in cells)
 
 
-def _joined_cells(tail: list[TableCell], head: list[TableCell]) -> list[TableCell]:
-    """The head's rows under the tail's, its first row dropped when it
-    repeats the tail's header row."""
-    def row_texts(cells: list[TableCell], row: int) -> list[str]:
-        return [" ".join(c.text.split()).casefold() for c in sorted(cells, key=lambda c: c.col) if c.row == row]
-
-    first = min(c.row for c in head)
-    skip = first + 1 if row_texts(head, first) == row_texts(tail, min(c.row for c in tail)) else first
-    offset = max(c.row + c.row_span for c in tail) - skip
-    return [*tail, *(c.model_copy(update={"row": c.row + offset}) for c in head if c.row >= skip)]
+def _row_texts(cells: list[TableCell], row: int) -> list[str]:
+    return [" ".join(c.text.split()).casefold() for c in sorted(cells, key=lambda c: c.col) if c.row == row]
 
 
-def _merge(owner: Page, page: Page, tail: Block, head: Block) -> tuple[Page, Page]:
-    """(owner with head appended to its tail, page without its head)."""
-    if tail.kind is BlockKind.TABLE:
-        cells = _joined_cells(tail.cells or [], head.cells or [])
-        update: dict[str, object] = {"cells": cells, "text": table_text(cells)}
-    elif tail.kind is BlockKind.CODE:
-        head_code = head.text.strip("\n")
-        update = {"text": f"{tail.text.rstrip()}\n{head_code}"}
+def _continue_table(owner: Page, page: Page, tail: Block, head: Block,
+                    headers: dict[str, list[str]]) -> tuple[Page, Page]:
+    """(owner with the tail's cells on its page, page with the head marked
+    as the tail's next part: its repeated header row left out, its rows
+    from 0, its cells on its page). ``headers`` is left holding the head's
+    table header only."""
+    tail_cells = tail.cells or []
+    header = headers.get(tail.id) or _row_texts(tail_cells, min(c.row for c in tail_cells))
+    cells = head.cells or []
+    first = min(c.row for c in cells)
+    skip = first + 1 if _row_texts(cells, first) == header and any(c.row > first for c in cells) else first
+    kept = [c.model_copy(update={"row": c.row - skip, "page": page.number}) for c in cells if c.row >= skip]
+    headers.clear()
+    headers[head.id] = header
+    if all(c.page == owner.number for c in tail_cells):
+        owner_cells = tail_cells
     else:
-        new_items = tail.kind is BlockKind.LIST and has_list_marker(head.text)
-        update = {"text": f"{tail.text.rstrip()}\n{head.text.lstrip()}" if new_items else join_pair(tail.text, head.text)}
-    merged = tail.model_copy(
-        update={
-            **update,
-            "lines": [*tail.lines, *head.lines],
-            "source_pages": sorted({*tail.source_pages, *head.source_pages}),
-        }
-    )
-    owner_blocks = [merged if b is tail else b for b in owner.blocks]
+        owner_cells = [c.model_copy(update={"page": owner.number}) for c in tail_cells]
+    owner = _replace(owner, tail, tail.model_copy(update={"cells": owner_cells}))
+    part = head.model_copy(update={"cells": kept, "text": table_text(kept), "continues": tail.id})
+    return owner, _replace(page, head, part)
+
+
+def _join(owner: Page, page: Page, tail: Block, head: Block) -> tuple[Page, Page, Block, bool]:
+    """(owner with the head's cut piece joined to its tail, page without
+    it, the joined block, whether the head went whole). A LIST head that
+    goes on with new items after the piece keeps them, as the tail's next
+    part."""
+    split = _split_item(head) if head.kind is BlockKind.LIST else None
+    piece, remainder = split if split is not None else (head, None)
+    if tail.kind is BlockKind.CODE:
+        text = f"{tail.text.rstrip()}\n{head.text.strip(chr(10))}"
+    else:
+        text = join_pair(tail.text, piece.text)
+    joined = tail.model_copy(update={
+        "text": text,
+        "lines": [*tail.lines, *piece.lines],
+        "source_pages": sorted({*tail.source_pages, *piece.source_pages}),
+    })
+    owner = _replace(owner, tail, joined)
+    if remainder is not None:
+        return owner, _replace(page, head, remainder.model_copy(update={"continues": tail.id})), joined, False
     rest: list[Block] = []
     for n, b in enumerate(x for x in sorted(page.blocks, key=lambda b: b.order) if x is not head):
         changes: dict[str, object] = {}
@@ -191,4 +259,26 @@ def _merge(owner: Page, page: Page, tail: Block, head: Block) -> tuple[Page, Pag
         if b.anchor == head.id:
             changes["anchor"] = tail.id
         rest.append(b.model_copy(update=changes) if changes else b)
-    return owner.model_copy(update={"blocks": owner_blocks}), page.model_copy(update={"blocks": rest})
+    return owner, page.model_copy(update={"blocks": rest}), joined, True
+
+
+def _split_item(head: Block) -> tuple[Block, Block] | None:
+    """A LIST head that starts with the rest of a cut item and goes on with
+    new items, as (the cut item's piece, the rest of the list); None when it
+    holds one item only or its lines do not show where the next starts."""
+    first, sep, items = head.text.partition("\n")
+    if not sep or not items.strip():
+        return None
+    cut = next((i for i, line in enumerate(head.lines) if i and has_list_marker(line.text)), None)
+    if cut is None:
+        return None
+    piece_lines, rest_lines = head.lines[:cut], head.lines[cut:]
+    piece = head.model_copy(update={"text": first, "lines": piece_lines,
+                                    "source_pages": sorted({ln.page for ln in piece_lines})})
+    rest = head.model_copy(update={"text": items, "lines": rest_lines,
+                                   "bbox": BBox.enclosing([ln.bbox for ln in rest_lines])})
+    return piece, rest
+
+
+def _replace(page: Page, old: Block, new: Block) -> Page:
+    return page.model_copy(update={"blocks": [new if b is old else b for b in page.blocks]})

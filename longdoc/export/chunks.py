@@ -17,9 +17,17 @@ Chunks follow the document's structure within a token budget
   table's header row so it reads as a table, a code block between its lines
   (a line longer than the whole budget, and only then, between words), each
   part fenced as code. Such a block's id is in each chunk that holds a part
-  of it, and only there is a block in more than one.
+  of it, and only there is a block in more than one;
+- a list or table continued over a page break (a block whose ``continues``
+  names the part before it): its items or rows on the next page go on
+  directly under the part before when that part ends the chunk and they
+  fit (one list, one pipe table); otherwise they start the next chunk, a
+  table's rows under its header row again.
 
-Each line: ``{"id", "index", "text" (Markdown), "pages": [first, last],
+Each line: ``{"id", "index", "text" (Markdown), "pages": [first, last]
+(the pages the chunk's text is printed on: each block's ``source_pages``,
+or for a part of a split block the pages of the lines it comes from,
+:mod:`~longdoc.export.spans`, or the pages of its rows' cells),
 "page_labels": [first's, last's], "headings": [path], "block_ids", "kinds",
 "tokens"}``. ``page_labels`` are the printed labels of the pages in
 ``pages``, same order (each page's ``label``; null where it has none): cite
@@ -48,7 +56,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from longdoc.export.markdown import block_markdown, code_markdown, table_markdown
+from longdoc.export.markdown import block_markdown, code_markdown, spans, table_markdown, table_rows_markdown
+from longdoc.export.spans import piece_pages
 from longdoc.model import Block, BlockKind, Page, TableCell
 
 _TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]|[^\W_]+|[^\s]",
@@ -72,12 +81,18 @@ def count_tokens(text: str) -> int:
 
 @dataclass
 class _Part:
-    """A block, or one part of a block split to fit the budget."""
+    """A block, or one part of a block split to fit the budget: its text
+    alone, or (``under``) its items or rows to go on directly under the
+    part of the same list or table before it; the pages its text is
+    printed on."""
 
     block: Block
     text: str
     tokens: int
+    pages: list[int]
     part: int = 0
+    under: str | None = None
+    joined: bool = False               # written under the part before it (a newline, not a blank line)
 
 
 @dataclass
@@ -95,6 +110,10 @@ class _Chunk:
     def only_headings(self) -> bool:
         return all(p.block.kind in _HEADINGS for p in self.parts)
 
+    @property
+    def text(self) -> str:
+        return "".join((("\n" if p.joined else "\n\n") if i else "") + p.text for i, p in enumerate(self.parts))
+
 
 class ChunkWriter:
     """Writes chunks of the pages it is given, in order, to ``out``."""
@@ -106,6 +125,9 @@ class ChunkWriter:
         self._chunk = _Chunk()
         self._labels: dict[int, str | None] = {}     # page number -> label, for the pages given so far
         self._held: list[dict] = []                  # records waiting for a later page's label
+        self._open: Block | None = None              # the last block added when a list or table
+        self._header: list[TableCell] | None = None  # the header row of that table (its first part's first row)
+        self._pipe = False                           # that table's parts so far are pipe tables (no cell spans)
 
     def write_page(self, page: Page) -> None:
         self._labels[page.number] = page.label
@@ -128,19 +150,47 @@ class ChunkWriter:
     # -- building -------------------------------------------------------------------
 
     def _add(self, block: Block) -> None:
-        text = block_markdown(block)
+        text, goes_on = self._markdown(block)
         if not text.strip():
             return
         if block.kind in _HEADINGS:
             if not self._chunk.only_headings:
                 self._flush()
             self._enter_heading(block)
-        for part in self._parts(block, text):
-            if self._chunk.parts and self._chunk.tokens + 1 + part.tokens > self.budget:
+        for part in self._parts(block, text, goes_on):
+            last = self._chunk.parts[-1] if self._chunk.parts else None
+            if part.under is not None and last is not None and last.block.id == block.continues \
+                    and self._chunk.tokens + 1 + count_tokens(part.under) <= self.budget:
+                part.text, part.tokens, part.joined = part.under, count_tokens(part.under), True
+            elif self._chunk.parts and self._chunk.tokens + 1 + part.tokens > self.budget:
                 self._flush()
             if self._chunk.headings is None and block.kind not in _HEADINGS:
                 self._chunk.headings = [t for _, t in self._path]
             self._chunk.parts.append(part)
+
+    def _markdown(self, block: Block) -> tuple[str, bool]:
+        """``block``'s Markdown in a chunk (a later part of a table under its
+        table's header row), and whether it goes on from the list or table
+        added last."""
+        goes_on = self._open is not None and block.continues == self._open.id and block.kind is self._open.kind
+        if block.kind is BlockKind.TABLE and block.cells:
+            if block.continues is None:
+                first = min(c.row for c in block.cells)
+                self._header = [c for c in block.cells if c.row == first]
+            elif not goes_on:
+                self._header = None
+            self._pipe = (self._pipe or not goes_on) and not spans(block.cells)
+            self._open = block
+            if goes_on and self._header is not None:
+                return table_markdown(self._table(block.cells)), True
+            return block_markdown(block), False
+        self._open, self._header = (block if block.kind is BlockKind.LIST else None), None
+        return block_markdown(block), goes_on
+
+    def _table(self, rows: list[TableCell]) -> list[TableCell]:
+        """``rows`` (a later part's cells) under the open table's header row."""
+        header = self._header or []
+        return [*header, *(c.model_copy(update={"row": c.row + 1}) for c in rows)]
 
     def _enter_heading(self, block: Block) -> None:
         level = 0 if block.kind is BlockKind.TITLE else (block.level or 1)
@@ -148,32 +198,41 @@ class ChunkWriter:
             self._path.pop()
         self._path.append((level, " ".join(block.text.split())))
 
-    def _parts(self, block: Block, text: str) -> Iterator[_Part]:
+    def _parts(self, block: Block, text: str, goes_on: bool) -> Iterator[_Part]:
+        """``block`` whole, or cut within the budget; ``goes_on``: it goes on
+        from the list or table added before it (its part may be written
+        directly under that one's)."""
         tokens = count_tokens(text)
         if tokens <= self.budget:
-            yield _Part(block, text, tokens)
+            under = None
+            if goes_on and block.kind is BlockKind.LIST:
+                under = text
+            elif goes_on and block.cells and self._pipe:
+                under = table_rows_markdown(block.cells, as_html=False)
+            yield _Part(block, text, tokens, list(block.source_pages), under=under)
             return
         if block.kind is BlockKind.TABLE and block.cells:
-            pieces = _table_parts(block.cells, self.budget)
-        elif block.kind is BlockKind.CODE:
-            pieces = _code_parts(block.text, self.budget)
-        else:
-            pieces = _text_parts(text, self.budget)
-        for i, piece in enumerate(pieces):
-            yield _Part(block, piece, count_tokens(piece), part=i)
+            rows = self._table(block.cells) if goes_on else block.cells
+            for i, (piece, cells) in enumerate(_table_parts(rows, self.budget)):
+                pages = sorted({c.page for c in cells if c.page is not None}) or list(block.source_pages)
+                yield _Part(block, piece, count_tokens(piece), pages, part=i)
+            return
+        pieces = _code_parts(block.text, self.budget) if block.kind is BlockKind.CODE else _text_parts(text, self.budget)
+        for i, (piece, pages) in enumerate(zip(pieces, piece_pages(block, pieces))):
+            yield _Part(block, piece, count_tokens(piece), pages, part=i)
 
     def _flush(self) -> None:
         chunk = self._chunk
         self._chunk = _Chunk()
         if not chunk.parts:
             return
-        pages = [p for part in chunk.parts for p in (part.block.source_pages or [])]
+        pages = [p for part in chunk.parts for p in part.pages]
         block_ids = list(dict.fromkeys(p.block.id for p in chunk.parts))
         position = "|".join(f"{p.block.id}#{p.part}" for p in chunk.parts)
         record = {
             "id": hashlib.sha256(f"{self.doc_sha256}:{self.budget}:{position}".encode()).hexdigest()[:32],
             "index": self.index,
-            "text": "\n\n".join(p.text for p in chunk.parts),
+            "text": chunk.text,
             "pages": [min(pages), max(pages)] if pages else [],
             "page_labels": [],                      # filled in by _release
             "headings": chunk.headings if chunk.headings is not None else [t for _, t in self._path],
@@ -245,25 +304,26 @@ def _pack(pieces: list[str], budget: int, sep: str) -> list[str]:
     return parts
 
 
-def _table_parts(cells: list[TableCell], budget: int) -> list[str]:
+def _table_parts(cells: list[TableCell], budget: int) -> list[tuple[str, list[TableCell]]]:
     """A table cut between rows into tables within ``budget``, each with the
-    first row as its header row."""
+    first row as its header row; each with the cells of its rows below
+    the header."""
     rows: dict[int, list[TableCell]] = {}
     for cell in cells:
         rows.setdefault(cell.row, []).append(cell)
     order = sorted(rows)
     header, body = rows[order[0]], [rows[r] for r in order[1:]]
-    parts: list[str] = []
+    parts: list[tuple[str, list[TableCell]]] = []
     current: list[list[TableCell]] = []
     for row in body:
         candidate = _renumbered(header, current + [row])
         if current and count_tokens(table_markdown(candidate)) > budget:
-            parts.append(table_markdown(_renumbered(header, current)))
+            parts.append((table_markdown(_renumbered(header, current)), [c for r in current for c in r]))
             current = [row]
         else:
             current.append(row)
     if current or not parts:
-        parts.append(table_markdown(_renumbered(header, current)))
+        parts.append((table_markdown(_renumbered(header, current)), [c for r in current for c in r]))
     return parts
 
 

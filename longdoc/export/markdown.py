@@ -1,4 +1,4 @@
-"""Markdown view of one page.
+"""Markdown view of a page, and of the document page by page.
 
 - title → ``#``, heading level L → ``#`` × (L+1) (capped at 6);
 - list → one ``- item`` per line of the block (numbered markers are kept as
@@ -16,6 +16,18 @@
 Furniture (headers, footers, page numbers) is left out; it is in the JSON.
 With ``furniture=True`` (export.furniture keep) it is kept as plain text
 where it stands: headers before the page's body, footers after.
+
+A list or table continued over a page break (a block whose ``continues``
+names the part before it) is one list or one table in the document's
+Markdown (:class:`MarkdownJoiner`): the items or rows printed on the next
+page go on directly under those of the page before — no blank line, no
+header row or rule again (a pipe table's rows; inside the same
+``<table>`` for an HTML one) — and that page's ``<!-- page N -->`` comes
+right after the list or table ends, since a blank line or a comment
+between them would end a pipe table or split a list in two. One page
+alone (:func:`page_markdown`, the per-page result) shows its own part: a
+list's items, a table's rows under an empty header row (or an HTML table
+of its rows).
 """
 
 from __future__ import annotations
@@ -65,22 +77,53 @@ def block_markdown(block: Block) -> str:
     if kind is BlockKind.FIGURE:
         return "\n".join(["<!-- figure -->", *(ln.strip() for ln in text.split("\n") if ln.strip())])
     if kind is BlockKind.TABLE and block.cells:
-        return table_markdown(block.cells)
+        return table_markdown(block.cells, header=block.continues is None)
     return text
 
 
-def table_markdown(cells: list[TableCell]) -> str:
-    """A pipe table, or HTML when a cell spans (see the module docstring)."""
-    if any(c.row_span > 1 or c.col_span > 1 for c in cells):
-        return _table_html(cells)
+def table_markdown(cells: list[TableCell], *, header: bool = True) -> str:
+    """A pipe table, or HTML when a cell spans (see the module docstring).
+    Its first row is the header row; with ``header`` False (a later part
+    of a table, alone) every row is a body row, under an empty header row."""
+    if spans(cells):
+        return f"<table>\n{table_rows_markdown(cells, as_html=True, header=header)}\n</table>"
     n_cols = max(c.col for c in cells) + 1
+    rows = _pipe_rows(cells, n_cols)
+    if header:
+        return "\n".join([rows[0], _pipe_row(["---"] * n_cols), *rows[1:]])
+    return "\n".join([_pipe_row([""] * n_cols), _pipe_row(["---"] * n_cols), *rows])
+
+
+def spans(cells: list[TableCell]) -> bool:
+    """Whether a cell spans rows or columns (the table is written in HTML)."""
+    return any(c.row_span > 1 or c.col_span > 1 for c in cells)
+
+
+def table_rows_markdown(cells: list[TableCell], *, as_html: bool, header: bool = False) -> str:
+    """A table's rows alone, to go on under rows written before: pipe rows,
+    or with ``as_html`` ``<tr>`` rows (the first a ``<th>`` row with
+    ``header``)."""
+    if not as_html:
+        return "\n".join(_pipe_rows(cells, max(c.col for c in cells) + 1))
+    rows: dict[int, list[TableCell]] = {}
+    for c in cells:
+        rows.setdefault(c.row, []).append(c)
+    out = []
+    for r in range(min(rows), max(c.row + c.row_span for c in cells)):
+        tag = "th" if header and r == min(rows) else "td"
+        tds = []
+        for c in sorted(rows.get(r, []), key=lambda c: c.col):
+            span = (f' rowspan="{c.row_span}"' if c.row_span > 1 else "") + (f' colspan="{c.col_span}"' if c.col_span > 1 else "")
+            tds.append(f"<{tag}{span}>{html.escape(' '.join(c.text.split()), quote=False)}</{tag}>")
+        out.append("<tr>" + "".join(tds) + "</tr>")
+    return "\n".join(out)
+
+
+def _pipe_rows(cells: list[TableCell], n_cols: int) -> list[str]:
     grid: dict[int, list[str]] = {}
     for c in cells:
         grid.setdefault(c.row, [""] * n_cols)[c.col] = _pipe_cell(c.text)
-    rows = [grid[r] for r in sorted(grid)]
-    out = [_pipe_row(rows[0]), _pipe_row(["---"] * n_cols)]
-    out.extend(_pipe_row(row) for row in rows[1:])
-    return "\n".join(out)
+    return [_pipe_row(grid[r]) for r in sorted(grid)]
 
 
 def _pipe_cell(text: str) -> str:
@@ -91,28 +134,82 @@ def _pipe_row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def _table_html(cells: list[TableCell]) -> str:
-    rows: dict[int, list[TableCell]] = {}
-    for c in cells:
-        rows.setdefault(c.row, []).append(c)
-    out = ["<table>"]
-    for r in range(max(c.row + c.row_span for c in cells)):
-        tag = "th" if r == 0 else "td"
-        tds = []
-        for c in sorted(rows.get(r, []), key=lambda c: c.col):
-            span = (f' rowspan="{c.row_span}"' if c.row_span > 1 else "") + (f' colspan="{c.col_span}"' if c.col_span > 1 else "")
-            tds.append(f"<{tag}{span}>{html.escape(' '.join(c.text.split()), quote=False)}</{tag}>")
-        out.append("<tr>" + "".join(tds) + "</tr>")
-    out.append("</table>")
-    return "\n".join(out)
-
-
 def page_markdown(page: Page, *, furniture: bool = False) -> str:
-    parts = [f"<!-- page {page.number} -->"]
-    if page.error is not None:
-        parts.append(f"<!-- page {page.number} failed: {page.error.code} -->")
+    """One page's Markdown: its marker, then its blocks (a later part of a
+    list or table as it stands alone)."""
+    parts = _marker(page)
     for block in page.main_blocks(furniture=furniture):
         md = block_markdown(block)
         if md:
             parts.append(md)
     return "\n\n".join(parts)
+
+
+def _marker(page: Page) -> list[str]:
+    parts = [f"<!-- page {page.number} -->"]
+    if page.error is not None:
+        parts.append(f"<!-- page {page.number} failed: {page.error.code} -->")
+    return parts
+
+
+class MarkdownJoiner:
+    """The document's Markdown, page by page: ``page(p)`` gives the text to
+    append for each page in order, ``close()`` what ends it. A page without
+    a list or table continued from the page before gives what
+    :func:`page_markdown` gives (after a blank line); one whose first block
+    goes on from the list or table that ended the text so far gives its
+    items or rows first, directly under it, and its marker after them (see
+    the module docstring). Holds the last list or table written and the
+    markers waiting for it to end."""
+
+    def __init__(self, *, furniture: bool = False) -> None:
+        self.furniture = furniture
+        self._started = False
+        self._open: Block | None = None      # the list or table the text ends with
+        self._html = False                   # the open table is an HTML one (its "</table>" not written yet)
+        self._markers: list[str] = []        # markers waiting for the open list or table to end
+
+    def page(self, page: Page) -> str:
+        blocks = [(b, md) for b in page.main_blocks(furniture=self.furniture) if (md := block_markdown(b))]
+        out = ""
+        if blocks and self._goes_on(blocks[0][0]):
+            out, blocks = "\n" + self._rows(blocks[0][0]), blocks[1:]
+        self._markers += _marker(page)
+        if out and not blocks:
+            return out              # the list or table may go on over the next page too
+        return out + self._end(blocks)
+
+    def close(self) -> str:
+        return self._end([])
+
+    def _goes_on(self, block: Block) -> bool:
+        open_ = self._open
+        if open_ is None or block.continues != open_.id or block.kind is not open_.kind:
+            return False
+        return block.kind is BlockKind.LIST or (bool(block.cells) and (self._html or not spans(block.cells or [])))
+
+    def _rows(self, block: Block) -> str:
+        self._open = block
+        if block.kind is BlockKind.LIST:
+            return "\n".join(list_items(block))
+        return table_rows_markdown(block.cells or [], as_html=self._html)
+
+    def _end(self, blocks: list[tuple[Block, str]]) -> str:
+        """The open table's "</table>", the waiting markers, then ``blocks``
+        after a blank line; a list or table last among them stays open."""
+        out = "\n</table>" if self._html else ""
+        self._open, self._html = None, False
+        parts = [*self._markers, *(md for _, md in blocks)]
+        self._markers = []
+        if not parts:
+            return out
+        text = "\n\n".join(parts)
+        last = blocks[-1][0] if blocks else None
+        if last is not None and (last.kind is BlockKind.LIST or (last.kind is BlockKind.TABLE and last.cells)):
+            self._open = last
+            self._html = last.kind is BlockKind.TABLE and spans(last.cells or [])
+            if self._html:
+                text = text.removesuffix("\n</table>")
+        out += ("\n\n" if self._started else "") + text
+        self._started = True
+        return out

@@ -7,7 +7,8 @@ with ``close(status, errors, timings)``. Each format is written to
 on a successful close; ``abort()`` removes the partial files.
 
 - ``md``, ``txt``: the main text, page by page (furniture too when
-  ``context.furniture``);
+  ``context.furniture``); Markdown writes a list or table continued over a
+  page break as one (:class:`~longdoc.export.markdown.MarkdownJoiner`);
 - ``json``: the :class:`~longdoc.model.Document` schema, written
   incrementally (header fields, then ``"pages": [ … ]`` one page at a time,
   then status, errors and timings);
@@ -29,7 +30,7 @@ from longdoc.errors import LongdocError, OutputError
 from longdoc.export.chunks import ChunkWriter
 from longdoc.export.docling import DoclingWriter
 from longdoc.export.formats import FILE_NAMES, FORMATS
-from longdoc.export.markdown import page_markdown
+from longdoc.export.markdown import MarkdownJoiner
 from longdoc.export.searchable_pdf import SearchablePdfWriter
 from longdoc.export.text import PAGE_SEPARATOR, page_text
 from longdoc.model import DocumentStatus, ErrorInfo, Page
@@ -75,19 +76,32 @@ class _TextFile:
         _partial(self.path).unlink(missing_ok=True)
 
 
-class _PagesText(_TextFile):
-    """Markdown or plain text: each page's view, joined by ``separator``."""
+class _Text(_TextFile):
+    """Plain text: each page's text, joined by the page separator."""
 
-    def __init__(self, path: Path, view: Any, separator: str, furniture: bool) -> None:
+    def __init__(self, path: Path, furniture: bool) -> None:
         super().__init__(path)
-        self.view, self.separator, self.furniture, self.first = view, separator, furniture, True
+        self.furniture, self.first = furniture, True
 
     def write_page(self, page: Page) -> None:
-        self.f.write(("" if self.first else self.separator) + self.view(page, furniture=self.furniture))
+        self.f.write(("" if self.first else PAGE_SEPARATOR) + page_text(page, furniture=self.furniture))
         self.first = False
 
     def close(self, status: DocumentStatus, errors: list[ErrorInfo], timings: dict[str, float]) -> None:
         self.f.write("\n")
+        self.finish()
+
+
+class _Markdown(_TextFile):
+    def __init__(self, path: Path, furniture: bool) -> None:
+        super().__init__(path)
+        self.joiner = MarkdownJoiner(furniture=furniture)
+
+    def write_page(self, page: Page) -> None:
+        self.f.write(self.joiner.page(page))
+
+    def close(self, status: DocumentStatus, errors: list[ErrorInfo], timings: dict[str, float]) -> None:
+        self.f.write(self.joiner.close() + "\n")
         self.finish()
 
 
@@ -191,9 +205,9 @@ class ExportSet:
 def _open(fmt: str, path: Path, header: dict[str, Any], context: ExportContext) -> _Writer:
     source = header.get("source") or {}
     if fmt == "md":
-        return _PagesText(path, page_markdown, "\n\n", context.furniture)
+        return _Markdown(path, context.furniture)
     if fmt == "txt":
-        return _PagesText(path, page_text, PAGE_SEPARATOR, context.furniture)
+        return _Text(path, context.furniture)
     if fmt == "json":
         return _Json(path, header)
     if fmt == "chunks":

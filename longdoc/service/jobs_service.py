@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
+from longdoc.assemble import stitched_page
 from longdoc.config import Settings
 from longdoc.errors import (
     InvalidOption,
@@ -216,11 +217,15 @@ class JobService:
         return [self.public(j) for j in jobs], nxt
 
     def page(self, key: ApiKey, job_id: str, number: int) -> Page:
-        """A page's result as soon as its group is checkpointed. Raises
-        PageNotReady while it may still come, PageNotFound when it never will."""
+        """A page's result as soon as its group is checkpointed, stitched
+        with its neighbours as the exports have it (:func:`stitched_page`:
+        what the break after it cut is joined once the next page is done,
+        a list or table it continues marked). Raises PageNotReady while it
+        may still come, PageNotFound when it never will."""
         job = self.get(key, job_id)
         self._not_expired(job)
-        page = StoreCheckpoint(self.store, keys.checkpoint_prefix(job.tenant, job.id)).load_page(number)
+        checkpoint = StoreCheckpoint(self.store, keys.checkpoint_prefix(job.tenant, job.id))
+        page = stitched_page(checkpoint.load_page, number)
         if page is not None:
             return page
         if JobState(job.state).terminal:

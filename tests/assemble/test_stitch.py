@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from longdoc.assemble import stitch
+from longdoc.assemble import stitch, stitched_page
 from longdoc.model import BBox, Block, BlockKind, ErrorInfo, Line, Page, PageStatus
 
 K = BlockKind
@@ -95,16 +95,43 @@ def test_headings_figures_and_footnotes_are_looked_past_or_block():
     assert _main(out[0]) == ["ends with no stop"] and _main(out[1]) == ["results"]
 
 
-def test_list_continued_with_new_items_and_with_a_broken_item():
+def test_a_list_item_cut_by_the_break_is_joined_once_and_later_items_stay_on_their_page():
     p1 = _page(1, (K.LIST, "• flour\n• sugar and"))
     p2 = _page(2, (K.PARAGRAPH, "a pinch of salt"), (K.LIST, "• eggs\n• milk"))
     out = list(stitch([p1, p2]))
     assert _main(out[0]) == ["• flour\n• sugar and a pinch of salt"]
-    assert _main(out[1]) == ["• eggs\n• milk"]
+    assert out[0].blocks[0].source_pages == [1, 2]
+    (rest,) = out[1].main_blocks()
+    assert rest.text == "• eggs\n• milk" and rest.continues == "p1-b0" and rest.source_pages == [2]
 
     out = list(stitch([_page(1, (K.LIST, "• flour\n• sugar.")), _page(2, (K.LIST, "• eggs"), (K.PARAGRAPH, "Done."))]))
-    assert _main(out[0]) == ["• flour\n• sugar.\n• eggs"]
-    assert _main(out[1]) == ["Done."]
+    assert _main(out[0]) == ["• flour\n• sugar."]
+    assert _main(out[1]) == ["• eggs", "Done."]
+    assert [b.continues for b in out[1].main_blocks()] == ["p1-b0", None]
+    assert out[0].blocks[0].continues is None
+
+
+def test_a_list_over_three_pages_keeps_each_page_s_items_as_parts_of_one_list():
+    pages = [
+        _page(1, (K.PARAGRAPH, "Steps:"), (K.LIST, "1. one\n2. two"), (K.PAGE_NUMBER, "1")),
+        _page(2, (K.HEADER, "Guide"), (K.LIST, "3. three\n4. four"), (K.PAGE_NUMBER, "2")),
+        _page(3, (K.LIST, "5. five"), (K.PARAGRAPH, "That is all.")),
+    ]
+    out = list(stitch(pages))
+    assert [_main(p) for p in out] == [["Steps:", "1. one\n2. two"], ["3. three\n4. four"], ["5. five", "That is all."]]
+    assert [b.continues for p in out for b in p.main_blocks()] == [None, None, "p1-b1", "p2-b1", None]
+    assert all(b.source_pages == [p.number] for p in out for b in p.blocks)
+
+
+def test_a_list_head_that_ends_the_cut_item_then_goes_on_is_split():
+    p1 = _page(1, (K.LIST, "• flour\n• sugar and"))
+    p2 = _page(2, (K.LIST, "a pinch of salt\n• eggs"))   # one block: the piece, then an item
+    out = list(stitch([p1, p2]))
+    assert _main(out[0]) == ["• flour\n• sugar and a pinch of salt"]
+    assert [(l.page, l.text) for l in out[0].blocks[0].lines][-1] == (2, "a pinch of salt")
+    (rest,) = out[1].main_blocks()
+    assert (rest.text, rest.continues, [l.text for l in rest.lines]) == ("• eggs", "p1-b0", ["• eggs"])
+    assert rest.bbox == rest.lines[0].bbox
 
 
 def test_failed_pages_and_page_gaps_break_the_chain():
@@ -201,11 +228,14 @@ def test_stitching_preserves_pages_and_text(pages, max_chain):
         l.model_dump_json() for p in pages for b in p.blocks for l in b.lines
     )
     assert _chars(out, "text") == _chars(pages, "text")
+    earlier: set[str] = set()
     for p in out:
         assert sorted(b.order for b in p.blocks) == list(range(len(p.blocks)))
         for b in p.blocks:
             assert b.source_pages == sorted({l.page for l in b.lines} | {p.number})
             assert b.source_pages[0] == p.number
+            assert b.continues is None or (b.kind is K.LIST and b.continues in earlier)
+        earlier |= {b.id for b in p.blocks}
 
 
 # --- tables continued over a page break -------------------------------------------------
@@ -228,21 +258,49 @@ def _table_page(number: int, *blocks: Block) -> Page:
 HEAD = ["Region", "Parcels", "Share"]
 
 
-def test_a_table_continued_on_the_next_page_is_one_table_without_the_repeated_header():
-    p1 = _table_page(1, _block(1, 0, K.PARAGRAPH, "Deliveries by region."),
-                     _table(1, 1, [HEAD, ["North", "12", "3%"], ["South", "40", "9%"]]), _block(1, 2, K.FOOTER, "Page 1"))
-    p2 = _table_page(2, _block(2, 0, K.HEADER, "Report"), _table(2, 1, [HEAD, ["East", "7", "2%"]]),
-                     _block(2, 2, K.PARAGRAPH, "That is all."))
-    out = list(stitch([p1, p2]))
-    (table,) = [b for p in out for b in p.blocks if b.kind is K.TABLE]
-    assert table.source_pages == [1, 2]
-    rows = {}
+def _rows(table: Block) -> list[list[str]]:
+    rows: dict[int, dict[int, str]] = {}
     for c in table.cells:
         rows.setdefault(c.row, {})[c.col] = c.text
-    assert [[rows[r][c] for c in range(3)] for r in sorted(rows)] == [HEAD, ["North", "12", "3%"], ["South", "40", "9%"],
-                                                                      ["East", "7", "2%"]]
-    assert table.text.splitlines()[-1] == "East\t7\t2%"
-    assert _main(out[1]) == ["That is all."]
+    return [[rows[r][c] for c in sorted(rows[r])] for r in sorted(rows)]
+
+
+def test_a_table_continued_over_three_pages_keeps_each_page_s_rows_as_parts_of_one_table():
+    p1 = _table_page(1, _block(1, 0, K.PARAGRAPH, "Deliveries by region."),
+                     _table(1, 1, [HEAD, ["North", "12", "3%"], ["South", "40", "9%"]]), _block(1, 2, K.FOOTER, "Page 1"))
+    p2 = _table_page(2, _block(2, 0, K.HEADER, "Report"), _table(2, 1, [HEAD, ["East", "7", "2%"]]))
+    p3 = _table_page(3, _table(3, 0, [HEAD, ["West", "3", "1%"], ["Isles", "1", "0%"]]),
+                     _block(3, 1, K.PARAGRAPH, "That is all."))
+    out = list(stitch([p1, p2, p3]))
+    tables = [b for p in out for b in p.blocks if b.kind is K.TABLE]
+    assert [(t.id, t.continues, t.source_pages) for t in tables] == [
+        ("p1-b1", None, [1]), ("p2-b1", "p1-b1", [2]), ("p3-b0", "p2-b1", [3])]
+    # the repeated header row left out of the later parts (page 3's too, though page 2's part starts with data)
+    assert [_rows(t) for t in tables] == [[HEAD, ["North", "12", "3%"], ["South", "40", "9%"]], [["East", "7", "2%"]],
+                                          [["West", "3", "1%"], ["Isles", "1", "0%"]]]
+    assert [{c.page for c in t.cells} for t in tables] == [{1}, {2}, {3}]
+    assert tables[2].text == "West\t3\t1%\nIsles\t1\t0%"
+    assert _main(out[2]) == [tables[2].text, "That is all."]
+    assert p1.blocks[1].cells[0].page is None       # inputs are not modified
+
+
+def test_stitched_page_is_the_page_as_the_whole_document_s_stitching_leaves_it():
+    pages = [
+        _page(1, (K.PARAGRAPH, "Steps to take:"), (K.LIST, "1. one\n2. two and")),
+        _page(2, (K.PARAGRAPH, "a half"), (K.LIST, "3. three\n4. four")),
+        _page(3, (K.LIST, "5. five"), (K.PARAGRAPH, "The text runs")),
+        _page(4, (K.PARAGRAPH, "on over the break."), (K.PARAGRAPH, "Done.")),
+    ]
+    pages += [_table_page(5, _table(5, 0, [HEAD, ["North", "12", "3%"]])),
+              _table_page(6, _table(6, 0, [HEAD, ["East", "7", "2%"]])),
+              _table_page(7, _table(7, 0, [HEAD, ["West", "3", "1%"]]))]
+    whole = {p.number: p for p in stitch(pages)}
+    by_number = {p.number: p for p in pages}
+    for n in by_number:
+        assert stitched_page(by_number.get, n) == whole[n], n
+    assert stitched_page(by_number.get, 9) is None
+    # page 2 before page 3 is done: its items are there, the join with page 3 comes once page 3 is
+    assert stitched_page({1: pages[0], 2: pages[1]}.get, 2).main_blocks()[0].continues == "p1-b1"
 
 
 def test_tables_with_different_columns_or_text_between_them_stay_apart():

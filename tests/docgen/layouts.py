@@ -16,7 +16,8 @@ spanning_table         ruled table: "Score" spans 2 columns over "simple" /
                        "complex"; "Method" and "Pages per minute" span 2 rows
 table_across_pages     41 x 3 ruled table (grey header) from mid page 1 on to
                        page 2, header repeated there; footers "Page n of 2".
-                       Truth: ONE table, the header once
+                       Truth: ONE table, the header once. ``pages=3``: the
+                       same over 3 pages (page 2 all rows)
 two_columns_figure     title, two columns, a full-width bar chart (no text) in
                        the middle of the page with a centred caption crossing
                        the gutter; paragraphs run through the figure, read
@@ -507,13 +508,16 @@ def _long_rows(rng: random.Random, n: int) -> list[list[str]]:
     ]
 
 
-def table_across_pages(tmp_dir: str | Path, *, seed: int = 0, rows: int = 40) -> LayoutDoc:
-    """Two A4 pages: title, paragraphs, caption, then a ruled ``rows`` x 3 table (grey bold
-    header, amounts right-aligned) that starts mid page 1 and goes on at the top of page 2
-    with the header row repeated; a paragraph after it. Footer "Page n of 2" on both pages:
-    ``table_across_pages.pdf``.
+def table_across_pages(tmp_dir: str | Path, *, seed: int = 0, rows: int | None = None, pages: int = 2) -> LayoutDoc:
+    """``pages`` A4 pages: title, paragraphs, caption, then a ruled ``rows`` x 3 table (grey bold
+    header, amounts right-aligned) that starts mid page 1 and goes on at the top of each later
+    page with the header row repeated (a page in between full of rows); a paragraph after it.
+    Footer "Page n of N" on every page: ``table_across_pages.pdf`` (``table_over_N_pages.pdf``
+    for more than 2 pages). ``rows`` None: 40 on 2 pages; on more, as many as fill the pages in
+    between and leave 8 for the last.
 
-    Truth: one table of ``rows + 1`` rows (the header once), ``page=1``, ``last_page=2``.
+    Truth: one table of ``rows + 1`` rows (the header once), ``page=1``, ``last_page=pages``;
+    per page, its rows under the repeated header.
     """
     canvas = Canvas(A4, ("sans", "sansbold"))
     frame = Frame(MARGIN, TOP, BOTTOM, TEXT_W)
@@ -521,36 +525,44 @@ def table_across_pages(tmp_dir: str | Path, *, seed: int = 0, rows: int = 40) ->
     w = _Writer(canvas, flow, frame.width)
     prose = EnglishProse(seed + 404)
     d = _Drawing()
-    pages = 2
     footers = [(p, f"Page {p + 1} of {pages}") for p in range(pages)]
 
     head = w.heading("Purchasing Review", TITLE, kind="title")
     p1 = w.paragraph(prose.sentences(4))
     p2 = w.paragraph(prose.sentences(3))
     cap = w.block("caption", _centred(canvas, LONG_CAPTION, CAPTION, frame.width), CAPTION, 14.0)
-    widths = [w_ * TEXT_W for w_ in (0.2, 0.55, 0.25)]
-    table = _simple_table(LONG_HEADER, _long_rows(random.Random(seed + 404), rows), widths, "LLR", "grid", 225)
-    table.check(canvas)
     for b in (head, p1, p2, cap):
         d.block(b)
     top = flow.y + 4
-    fit = int((BOTTOM - top) // ROW_H) - table.header_rows
-    if not 10 <= fit <= rows - 5:
-        raise RuntimeError(f"{fit} rows fit on page 1; the table would not break mid page")
-    first, rest = list(range(1, 1 + fit)), list(range(1 + fit, table.n_rows))
-    _draw_table(d, canvas, table, 0, MARGIN, top, first)
-    flow.next_page()
-    flow.y = _draw_table(d, canvas, table, 1, MARGIN, flow.y, rest) + 10
+    fit = int((BOTTOM - top) // ROW_H) - 1                 # body rows under the header on page 1
+    full = int((BOTTOM - TOP) // ROW_H) - 1                # on a page of rows only
+    if rows is None:
+        rows = 40 if pages == 2 else fit + (pages - 2) * full + 8
+    widths = [w_ * TEXT_W for w_ in (0.2, 0.55, 0.25)]
+    table = _simple_table(LONG_HEADER, _long_rows(random.Random(seed + 404), rows), widths, "LLR", "grid", 225)
+    table.check(canvas)
+    last = rows - fit - (pages - 2) * full
+    if not (10 <= fit and 5 <= last <= full - 10):
+        raise RuntimeError(f"{fit} rows fit on page 1, {last} are left for page {pages}: the table would not "
+                           "break mid page")
+    starts = [1, 1 + fit, *(1 + fit + k * full for k in range(1, pages - 1)), table.n_rows]
+    by_page = {p: list(range(starts[p], starts[p + 1])) for p in range(pages)}
+    y = _draw_table(d, canvas, table, 0, MARGIN, top, by_page[0])
+    for p in range(1, pages):
+        flow.next_page()
+        y = _draw_table(d, canvas, table, p, MARGIN, flow.y, by_page[p])
+    flow.y = y + 10
     p3 = w.paragraph(prose.sentences(4))
     d.block(p3)
     for page, text in footers:
         d.text(page, (A4[0] - canvas.width(text, SMALL)) / 2, A4[1] - 40, text, SMALL)
 
     parts = [_block_part(b) for b in (head, p1, p2, cap)]
-    parts += [_table_part(table, {0: first, 1: rest}), _block_part(p3)]
+    parts += [_table_part(table, by_page), _block_part(p3)]
+    name = "table_across_pages.pdf" if pages == 2 else f"table_over_{pages}_pages.pdf"
     return _finish(
-        canvas, d, pages, parts, footers, Path(tmp_dir) / "table_across_pages.pdf",
-        tables=[table.truth(1, LONG_CAPTION, last_page=2)], captions=[LONG_CAPTION],
+        canvas, d, pages, parts, footers, Path(tmp_dir) / name,
+        tables=[table.truth(1, LONG_CAPTION, last_page=pages)], captions=[LONG_CAPTION],
         present=["Purchasing Review", LONG_CAPTION, *_first_sentences([p1, p2, p3])],
     )  # fmt: skip
 

@@ -44,7 +44,21 @@ def _parse(pipeline: Pipeline, doc: LayoutDoc, scanned: bool, tmp, options: Pars
 
 
 def _tables(parsed: Document) -> list:
-    return [b for p in parsed.pages for b in p.blocks if b.kind is BlockKind.TABLE]
+    """The tables as a reader sees them: a table continued over page breaks
+    (parts on their pages, each naming the one before in ``continues``)
+    with its parts' cells one under the other and their pages."""
+    whole, last_of = [], {}
+    for block in (b for p in parsed.pages for b in p.blocks if b.kind is BlockKind.TABLE):
+        table = last_of.pop(block.continues, None)
+        if table is None:
+            table = block.model_copy(update={"cells": list(block.cells or [])})
+            whole.append(table)
+        else:
+            offset = max((c.row + c.row_span for c in table.cells), default=0)
+            table.cells += [c.model_copy(update={"row": c.row + offset}) for c in block.cells or []]
+            table.source_pages = sorted({*table.source_pages, *block.source_pages})
+        last_of[block.id] = table
+    return whole
 
 
 def _cells(block) -> list[tuple[int, int, int, int, str]]:
@@ -85,9 +99,12 @@ def test_tables_are_tables_in_markdown_and_rows_in_text(table_run):
 
 def test_a_table_over_a_page_break_keeps_every_row_once(tmp_path, ocr_pipeline):
     doc, result = _parse(ocr_pipeline, table_across_pages(tmp_path), False, tmp_path)
-    (table,) = _tables(load_doc(result))
+    parsed = load_doc(result)
+    (table,) = _tables(parsed)
     truth = doc.truth.tables[0]
     assert table.source_pages == [1, 2]
+    parts = [(p.number, b) for p in parsed.pages for b in p.blocks if b.kind is BlockKind.TABLE]
+    assert [(n, b.continues) for n, b in parts] == [(1, None), (2, parts[0][1].id)]   # each page its rows
     assert max(c.row + c.row_span for c in table.cells) == truth.n_rows  # the repeated header row dropped
     md = result.outputs["md"].read_text(encoding="utf-8")
     assert sum(line.startswith("| --- |") for line in md.splitlines()) == 1  # one header rule: one table

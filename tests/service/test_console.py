@@ -312,3 +312,24 @@ def test_page_list_and_image_endpoints(server, sample_pdf):
     assert console_page.status_code == 200 and "console.js" in console_page.text
     assert "frame-ancestors 'none'" in console_page.headers["content-security-policy"]
     assert httpx.get(f"{server.url}/", follow_redirects=False).headers["location"] == "/console/"
+
+
+def test_the_page_viewer_says_which_block_a_continued_list_goes_on_from(server, console, tmp_path):
+    from tests.docgen.continued import numbered_list
+
+    doc = numbered_list(tmp_path)
+    key = server.create_key("console-continued")
+    with server.http(key) as http:
+        job = wait_terminal(http, accepted(submit(http, doc.pdf_path, {"ocr": "off", "regions": False}))["id"])
+        assert job["state"] == "succeeded", job
+        page = http.get(f"/v1/jobs/{job['id']}/pages/2").json()
+    (part,) = [b for b in page["blocks"] if b["kind"] == "list"]
+    assert part["continues"]
+    console.sign_in(server.url, key.key)
+    console.wait_for("#jobs-body tr")
+    console.go(f"#/jobs/{job['id']}/pages/2")
+    item = console.wait_for(f'#blocks li[data-block="{part["id"]}"]')
+    console.until(lambda d: item.find_elements(By.CSS_SELECTOR, ".continues"), what="the continues note")
+    assert f"continues {part['continues']}" in item.find_element(By.CSS_SELECTOR, ".continues").text
+    assert f"{doc.items_on(2)[0]}." in item.text            # the page's own items
+    console.shot("continued-list-page-2")

@@ -467,7 +467,10 @@ async function pageView(id, number) {
     }) : [];
     overlay.append(...boxes);
     const item = h("li", { class: `kind-${block.kind}`, dataset: { block: block.id, kind: block.kind } },
-      h("span", { class: `chip kind-${block.kind}` }, block.kind), " ", block.text.slice(0, 400));
+      h("span", { class: `chip kind-${block.kind}` }, block.kind), " ",
+      block.continues ? h("span", { class: "continues muted", title: `goes on from block ${block.continues}` },
+        `continues ${block.continues} · `) : "",
+      block.text.slice(0, 400));
     const light = (on) => { for (const b of boxes) b.classList.toggle("lit", on); item.classList.toggle("lit", on); };
     for (const el of [item, ...boxes]) {
       el.addEventListener("mouseenter", () => light(true));
