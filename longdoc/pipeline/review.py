@@ -69,14 +69,17 @@ def page_flags(page: Page, confidence: float | None, has_text: bool, review_belo
 
 def _read_lines(page: Page) -> tuple[float | None, bool]:
     """(the character-weighted mean confidence of an OCR page's lines, or
-    None; whether the page holds any text at all)."""
+    None; whether the page holds any text at all). A page that is not OCR
+    costs a look at its blocks' text until one holds some."""
+    if page.text_source is not TextSource.OCR or page.status is PageStatus.FAILED:
+        has_text = any(block.text.strip() for block in page.blocks) or any(line.text.strip() for line in page.lines)
+        return None, has_text
     chars = 0
     weighted = 0.0
     for line in page.all_lines():
         n = len(line.text.strip())
         chars += n
         weighted += n * line.confidence
-    has_text = chars > 0 or any(block.text.strip() for block in page.blocks)
-    if page.text_source is not TextSource.OCR or page.status is PageStatus.FAILED or not chars:
-        return None, has_text
-    return round(min(1.0, weighted / chars), 4), has_text
+    if not chars:
+        return None, any(block.text.strip() for block in page.blocks)
+    return round(min(1.0, weighted / chars), 4), True
