@@ -111,6 +111,10 @@ def parse(
                 worst = max(worst, EXIT_PARTIAL)
             elif result.resumed_pages:
                 typer.echo(f"{path}: resumed {result.resumed_pages} of {result.pages} pages from {out}/.longdoc", err=True)
+            if result.review_pages:
+                listed = ", ".join(str(n) for n in result.review_pages)
+                typer.echo(f"{path}: {len(result.review_pages)} page(s) to check by eye (see their flags in the "
+                           f"JSON): {listed}", err=True)
     if worst:
         raise typer.Exit(worst)
 

@@ -385,6 +385,9 @@ class ExportSettings(_Section):
                                      "in the md, txt and chunks exports: keep (where they stand on the page) or "
                                      "drop; the JSON always has them. `longdoc parse --furniture` and a job's "
                                      "`furniture` option default to this")
+    review_below: float = Field(default=0.85, ge=0.0, le=1.0, description="an OCR page whose confidence (the "
+                                "mean of its lines', weighted by characters) is below this is flagged "
+                                "low_confidence and listed in the document's review_pages")
 
 
 class LimitSettings(_Section):

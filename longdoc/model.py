@@ -17,6 +17,7 @@ This module depends on nothing else in longdoc.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from enum import Enum
 from typing import Annotated, Any
 
@@ -129,6 +130,31 @@ class BlockKind(str, Enum):
 FURNITURE_KINDS = frozenset({BlockKind.HEADER, BlockKind.FOOTER, BlockKind.PAGE_NUMBER})
 #: a page label (``Page.label``) is cut to this many characters: a label is a folio, not text
 MAX_LABEL_CHARS = 64
+
+
+class PageFlag(str, Enum):
+    """What a reader checking a page by eye should know about it (stable
+    words; ``longdoc.pipeline.review`` sets them)."""
+
+    FALLBACK = "fallback"              # read by a model engine's fallback engine
+    TRUNCATED = "truncated"            # the model's answer for this page was cut (max tokens)
+    REPETITION = "repetition"          # the model's answer for this page ended in a repetition loop
+    LOW_CONFIDENCE = "low_confidence"  # confidence below export.review_below
+    ROTATED = "rotated"                # a scan turned to be read upright
+    DOWNSCALED = "downscaled"          # rendered below the DPI asked for (limits.max_render_pixels)
+    BLANK = "blank"                    # no text at all
+
+
+#: the flags that put a page on the document's review list (``review_pages``)
+REVIEW_FLAGS = frozenset({PageFlag.FALLBACK, PageFlag.TRUNCATED, PageFlag.REPETITION, PageFlag.LOW_CONFIDENCE})
+#: the ``produced_by`` of a page a model engine's fallback engine read: ``fallback:<engine>``
+FALLBACK_PRODUCER = "fallback:"
+
+
+def needs_review(flags: Iterable[PageFlag]) -> bool:
+    """Whether a page with ``flags`` belongs on its document's review list
+    (a flag of :data:`REVIEW_FLAGS`)."""
+    return any(flag in REVIEW_FLAGS for flag in flags)
 
 
 class TableCell(BaseModel):
@@ -265,6 +291,15 @@ class Page(BaseModel):
         default_factory=list, description="what went wrong on the way to this page and what was done "
         "(retries, a truncated or looping answer and the smaller request that replaced it, a fallback)"
     )
+    confidence: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="the mean confidence of the page's OCR lines, weighted by "
+        "their characters; None where no OCR line gives one (a text-layer page, a model engine's page, a page "
+        "with no text, a failed page)")
+    flags: list[PageFlag] = Field(
+        default_factory=list, description="what a reader checking the page by eye should know, in this order: "
+        "fallback (read by the fallback engine), truncated, repetition (the model's own answer for the page "
+        "was cut at its token limit, or ended in a repetition loop), low_confidence (below "
+        "export.review_below), rotated, downscaled, blank (no text); empty for a failed page")
     timings: dict[str, float] = Field(default_factory=dict, description="seconds per stage")
     blocks: list[Block] = Field(default_factory=list)
     lines: list[Line] = Field(
@@ -290,6 +325,10 @@ class Page(BaseModel):
         next one; those are left out)."""
         laid_out = [line for block in self.blocks for line in block.lines if line.page == self.number]
         return [*self.lines, *laid_out]
+
+    def needs_review(self) -> bool:
+        """Whether the page belongs on the document's review list (:func:`needs_review`)."""
+        return needs_review(self.flags)
 
     def approx_bytes(self) -> int:
         """Rough in-memory size, for workspace accounting."""
@@ -321,6 +360,9 @@ class Document(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)
     status: DocumentStatus
     pages: list[Page]
+    review_pages: list[int] = Field(
+        default_factory=list, description="1-based numbers of the pages a person should check by eye: those "
+        "flagged fallback, truncated, repetition or low_confidence")
     errors: list[ErrorInfo] = Field(default_factory=list)
     timings: dict[str, float] = Field(default_factory=dict)
 

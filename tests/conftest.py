@@ -117,7 +117,7 @@ MODEL_FILES = (
     "tests/engines/test_openai_standin.py", "tests/engines/test_rapidocr_engine.py",
     "tests/engines/test_symbol_runs.py", "tests/engines/test_tesseract_engine.py",
     "tests/eval/test_devset.py", "tests/eval/test_layout_docs.py",
-    "tests/export/test_code_blocks.py", "tests/export/test_searchable_pdf.py",
+    "tests/export/test_code_blocks.py", "tests/export/test_review.py", "tests/export/test_searchable_pdf.py",
     "tests/layout/test_real_ocr.py",
     "tests/pipeline/test_code_scans.py", "tests/pipeline/test_continued.py", "tests/pipeline/test_grid_tables.py",
     "tests/pipeline/test_hostile.py",

@@ -11,7 +11,8 @@ on a successful close; ``abort()`` removes the partial files.
   page break as one (:class:`~longdoc.export.markdown.MarkdownJoiner`);
 - ``json``: the :class:`~longdoc.model.Document` schema, written
   incrementally (header fields, then ``"pages": [ … ]`` one page at a time,
-  then status, errors and timings);
+  then status, review pages — those :meth:`~longdoc.model.Page.needs_review`
+  — errors and timings);
 - ``pdf``: the original made searchable (:mod:`searchable_pdf`);
 - ``chunks``: JSON Lines for retrieval (:mod:`chunks`);
 - ``docling``: a DoclingDocument (:mod:`docling`).
@@ -109,15 +110,19 @@ class _Json(_TextFile):
     def __init__(self, path: Path, header: dict[str, Any]) -> None:
         super().__init__(path)
         self.first = True
+        self.review: list[int] = []
         head = json.dumps(header, ensure_ascii=False)
         self.f.write(head[:-1] + ', "pages": [\n')
 
     def write_page(self, page: Page) -> None:
         self.f.write(("" if self.first else ",\n") + page.model_dump_json())
         self.first = False
+        if page.needs_review():
+            self.review.append(page.number)
 
     def close(self, status: DocumentStatus, errors: list[ErrorInfo], timings: dict[str, float]) -> None:
-        tail = {"status": status.value, "errors": [e.model_dump(mode="json") for e in errors], "timings": timings}
+        tail = {"status": status.value, "review_pages": self.review,
+                "errors": [e.model_dump(mode="json") for e in errors], "timings": timings}
         self.f.write("\n], " + json.dumps(tail, ensure_ascii=False)[1:] + "\n")
         self.finish()
 

@@ -65,6 +65,8 @@ class JobProgress:
     def _observe(self, page: Page) -> None:
         assert self.metrics is not None
         self.metrics.pages.labels(page.status.value, page.text_source.value if page.text_source else "none").inc()
+        for flag in page.flags:
+            self.metrics.page_flags.labels(flag.value).inc()
         for stage, seconds in page.timings.items():
             self.metrics.stage_seconds.labels(stage).observe(seconds)
 
@@ -79,6 +81,8 @@ def _page_row(page: Page) -> dict:
         "error": page.error.model_dump(mode="json") if page.error else None,
         "text_source": page.text_source.value if page.text_source else None,
         "seconds": round(sum(page.timings.values()), 4),
+        "confidence": page.confidence,
+        "flags": [flag.value for flag in page.flags],
     }
 
 
@@ -114,7 +118,7 @@ class JobFinisher:
         engine = pipeline.engine_name_version(options)
         return self.finish(
             job, _STATE[result.status], seconds, peak_rss, error=_all_failed(result),
-            failed_pages=result.failed_pages,
+            failed_pages=result.failed_pages, review_pages=result.review_pages,
             timings={**{k: round(v, 4) for k, v in result.stage_seconds.items()}, **result.timings},
             engine=engine[0], engine_version=engine[1],
         )

@@ -40,6 +40,8 @@ class Metrics:
         ProcessCollector(registry=self.registry)  # process_resident_memory_bytes, cpu, fds
         r = self.registry
         self.pages = Counter("longdoc_pages", "Pages finished (rate() gives pages/s)", ["status", "source"], registry=r)
+        self.page_flags = Counter("longdoc_page_flags", "Pages finished with each flag (fallback, truncated, "
+                                  "repetition, low_confidence, rotated, downscaled, blank)", ["flag"], registry=r)
         self.jobs_finished = Counter("longdoc_jobs_finished", "Jobs that reached a final state", ["state"], registry=r)
         self.stage_seconds = Histogram(
             "longdoc_stage_seconds", "Time per page and stage (render, recognize, layout, text_layer) and per job",

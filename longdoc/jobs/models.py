@@ -79,7 +79,7 @@ NAMING_CONVENTION = {
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map = {datetime: UTCDateTime, dict[str, Any]: JSON, list[int]: JSON}
+    type_annotation_map = {datetime: UTCDateTime, dict[str, Any]: JSON, list[int]: JSON, list[str]: JSON}
 
 
 class ApiKey(Base):
@@ -127,6 +127,8 @@ class Job(Base):
     pages_total: Mapped[int | None] = mapped_column(Integer)
     pages_done: Mapped[int] = mapped_column(Integer, default=0)
     failed_pages: Mapped[list[int]] = mapped_column(default=list)
+    #: pages a person should check by eye (the JSON export's ``review_pages``), set when the job finishes
+    review_pages: Mapped[list[int]] = mapped_column(default=list, server_default="[]")
     error: Mapped[dict[str, Any] | None]
     engine: Mapped[str | None] = mapped_column(String(64))
     engine_version: Mapped[str | None] = mapped_column(String(255))
@@ -155,6 +157,9 @@ class JobPage(Base):
     error: Mapped[dict[str, Any] | None]
     text_source: Mapped[str | None] = mapped_column(String(16))
     seconds: Mapped[float | None] = mapped_column(Float)
+    confidence: Mapped[float | None] = mapped_column(Float)
+    #: the page's flags (``Page.flags``); None on a row written before flags existed
+    flags: Mapped[list[str] | None]
 
 
 class WebhookDelivery(Base):

@@ -33,6 +33,9 @@ class JobPublic(BaseModel):
     pages_total: int | None = None
     pages_done: int = 0
     failed_pages: list[int] = Field(default_factory=list)
+    review_pages: list[int] = Field(default_factory=list, description="pages a person should check by eye "
+                                    "(flagged fallback, truncated, repetition or low_confidence), once the job "
+                                    "has finished; the JSON result's review_pages")
     queue_position: int | None = None
     priority: int = 0
     lane: str
@@ -55,7 +58,8 @@ def job_public(job: Any, queue_position: int | None = None) -> JobPublic:
         id=job.id, state=job.state, created_at=job.created_at, started_at=job.started_at,
         finished_at=job.finished_at, expires_at=job.expires_at, filename=job.filename,
         media_type=job.media_type, size_bytes=job.size_bytes, pages_total=job.pages_total,
-        pages_done=job.pages_done or 0, failed_pages=list(job.failed_pages or []), queue_position=queue_position,
+        pages_done=job.pages_done or 0, failed_pages=list(job.failed_pages or []),
+        review_pages=list(job.review_pages or []), queue_position=queue_position,
         priority=job.priority, lane=job.lane, options=dict(job.options or {}), engine=job.engine,
         engine_version=job.engine_version, timings=dict(job.timings or {}), peak_rss_bytes=job.peak_rss_bytes,
         attempts=job.attempts or 0, cancel_requested=bool(job.cancel_requested), error=job.error,

@@ -58,10 +58,10 @@ _CAS_TRIES = 5
 # What a dedupe may hand back: work that is, or will be, a usable result.
 _REUSABLE = (JobState.QUEUED.value, JobState.RUNNING.value, JobState.SUCCEEDED.value)
 _FINISH_FIELDS = frozenset({
-    "pages_total", "pages_done", "failed_pages", "error", "engine", "engine_version",
+    "pages_total", "pages_done", "failed_pages", "review_pages", "error", "engine", "engine_version",
     "timings", "peak_rss_bytes", "expires_at", "stored_bytes",
 })
-_PAGE_FIELDS = frozenset({"page", "status", "error", "text_source", "seconds"})
+_PAGE_FIELDS = frozenset({"page", "status", "error", "text_source", "seconds", "confidence", "flags"})
 
 
 def hash_api_key(key: str) -> str:
@@ -235,7 +235,7 @@ class JobRepo(_Repo):
                     priority=priority, lane=lane, filename=filename, media_type=media_type,
                     size_bytes=size_bytes, sha256=sha256, options=options, options_hash=options_hash,
                     idempotency_key=idempotency_key, callback_url=callback_url, pages_total=pages_total,
-                    pages_done=0, failed_pages=[], timings={}, attempts=0, cancel_requested=False,
+                    pages_done=0, failed_pages=[], review_pages=[], timings={}, attempts=0, cancel_requested=False,
                     created_at=now, queued_at=now, stored_bytes=size_bytes,
                 )
                 s.add(job)
@@ -411,11 +411,11 @@ class JobRepo(_Repo):
 
     def progress(self, job_id: str, pages: Iterable[dict[str, Any]] = ()) -> bool:
         """Record progress of a running job: one row per page (``{"page",
-        "status": "ok"|"failed", "error", "text_source", "seconds"}``; a page
-        reported again is overwritten) and ``pages_done``, the number of
-        page rows, so workers reporting groups in any order, or one group
-        twice, count each page once. False (nothing written) when the job
-        is not running."""
+        "status": "ok"|"failed", "error", "text_source", "seconds",
+        "confidence", "flags"}``; a page reported again is overwritten) and
+        ``pages_done``, the number of page rows, so workers reporting groups
+        in any order, or one group twice, count each page once. False
+        (nothing written) when the job is not running."""
         rows = [_page_row(job_id, p) for p in pages]
         with self._tx() as s:
             if s.scalar(select(Job.state).where(Job.id == job_id)) != JobState.RUNNING.value:
@@ -449,8 +449,9 @@ class JobRepo(_Repo):
     def finish(self, job_id: str, state: JobState | str, **fields: Any) -> Job | None:
         """Move the job to the terminal ``state`` (from running, or from
         queued for failed/cancelled) and record ``fields``: any of
-        pages_total, pages_done, failed_pages, error, engine, engine_version,
-        timings, peak_rss_bytes, expires_at (default: now + retention).
+        pages_total, pages_done, failed_pages, review_pages, error, engine,
+        engine_version, timings, peak_rss_bytes, expires_at (default: now +
+        retention).
         None when there is no such job; IllegalTransition when the move is
         not allowed (e.g. the job already finished)."""
         new = _state(state)
@@ -600,7 +601,8 @@ def _page_row(job_id: str, values: dict[str, Any]) -> JobPage:
     if not isinstance(page, int) or page < 1:
         raise ValueError(f"page numbers are 1-based integers, not {page!r}")
     return JobPage(job_id=job_id, page=page, status=values["status"], error=values.get("error"),
-                   text_source=values.get("text_source"), seconds=values.get("seconds"))
+                   text_source=values.get("text_source"), seconds=values.get("seconds"),
+                   confidence=values.get("confidence"), flags=values.get("flags"))
 
 
 def _encode_cursor(job: Job) -> str:

@@ -2,7 +2,7 @@
 
 ::
 
-    group g:   [resume from checkpoint] or [recognize ─► regions ─► layout ─► checkpoint ─► progress]
+    group g:   [resume from checkpoint] or [recognize ─► regions ─► layout ─► review ─► checkpoint ─► progress]
                                               ▲
                up to ``lookahead`` groups recognize at once (engines whose
                groups are independent); layout, checkpoints and progress
@@ -39,6 +39,7 @@ from longdoc.pipeline.layout_group import layout_pages
 from longdoc.pipeline.options import ParseOptions
 from longdoc.pipeline.recognize import EngineLane, recognize_group
 from longdoc.pipeline.regions import find_regions
+from longdoc.pipeline.review import with_review
 from longdoc.plan import BoundaryCache, Group
 from longdoc.progress import Progress
 
@@ -59,6 +60,7 @@ class DocumentRun:
         lane: Callable[[], EngineLane] | None,
         lookahead: int,
         text_layer_version: str,
+        review_below: float,
         regions: RegionDetector | None = None,
     ) -> None:
         self.source, self.numbers, self.options = source, numbers, options
@@ -68,6 +70,7 @@ class DocumentRun:
         self._lane_lock = threading.Lock()
         self.lookahead = max(1, lookahead)
         self.text_layer_version = text_layer_version
+        self.review_below = review_below
         self.regions = regions
         self.boundary: BoundaryCache[Page] = BoundaryCache()
         self._held = 0  # boundary bytes counted in the engine's workspace
@@ -127,7 +130,8 @@ class DocumentRun:
         owned = [self.numbers[i] for i in group.owned]
         available = {self.numbers[i]: p for i in self.boundary.indexes() if (p := self.boundary.get(i))}
         available.update(recognized)
-        pages = [with_label(p, self.source) for p in layout_pages(owned, available)]  # layout, page labels
+        pages = [with_review(with_label(p, self.source), self.review_below)         # layout, page labels,
+                 for p in layout_pages(owned, available)]                              # confidence and flags
         complete = all(p.status is PageStatus.OK or not _retryable(p) for p in pages)
         self.checkpoint.save_group(group.index, pages, complete)              # checkpoint
         self._keep_boundary(group, {p.number: p for p in pages})

@@ -40,6 +40,7 @@ from longdoc.pipeline.document import DocumentRun
 from longdoc.pipeline.labels import with_label
 from longdoc.pipeline.options import ParseOptions
 from longdoc.pipeline.recognize import TEXT_LAYER_ENGINE, EngineLane
+from longdoc.pipeline.review import with_review
 from longdoc.plan import Admission, FairTurns, Group, Workspace, plan_groups
 from longdoc.progress import NullProgress, Progress
 from longdoc.storage.checkpoint import folder_checkpoint
@@ -69,6 +70,8 @@ class ParseResult:
     failed_pages: list[int]
     resumed_pages: int
     errors: list[ErrorInfo] = field(default_factory=list)
+    #: pages a person should check by eye (:meth:`~longdoc.model.Page.needs_review`)
+    review_pages: list[int] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     #: seconds per page stage (render, recognize, layout, text_layer, …) summed over the pages
     stage_seconds: dict[str, float] = field(default_factory=dict)
@@ -275,7 +278,7 @@ class Pipeline:
 
         regions = self.region_detector() if options.regions else None
         return DocumentRun(source, numbers, options, checkpoint, progress, control or (lambda: None), lane,
-                           lookahead, TEXT_LAYER_VERSION, regions)
+                           lookahead, TEXT_LAYER_VERSION, self.settings.export.review_below, regions)
 
     def _assemble_and_export(
         self,
@@ -297,12 +300,17 @@ class Pipeline:
             "options": options.public(),
         }
         failed: list[int] = []
+        review: list[int] = []
         errors: list[ErrorInfo] = []
         stage_seconds: dict[str, float] = {}
+        review_below = self.settings.export.review_below
         exports = open_exports(out_dir, stem, options.formats, header, context)
         try:
-            for page in stitch(_checkpointed_pages(checkpoint, numbers)):
+            reviewed = (with_review(page, review_below) for page in _checkpointed_pages(checkpoint, numbers))
+            for page in stitch(reviewed):
                 page = with_label(page, source)  # a page checkpointed before page labels existed
+                if page.needs_review():
+                    review.append(page.number)
                 for stage, seconds in page.timings.items():
                     stage_seconds[stage] = stage_seconds.get(stage, 0.0) + seconds
                 if page.status is PageStatus.FAILED:
@@ -321,7 +329,7 @@ class Pipeline:
             status = DocumentStatus.PARTIAL
         outputs = exports.close(status, errors, {})
         return ParseResult(status=status, outputs=outputs, pages=len(numbers), failed_pages=failed,
-                           resumed_pages=0, errors=errors, stage_seconds=stage_seconds)
+                           resumed_pages=0, errors=errors, review_pages=review, stage_seconds=stage_seconds)
 
     def _engine_version(self, options: ParseOptions) -> str:
         name, version = self.engine_name_version(options)

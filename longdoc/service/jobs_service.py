@@ -38,11 +38,11 @@ from longdoc.ingest import parse_page_range
 from longdoc.ingest.pages import selection_of_size
 from longdoc.ingest.sandbox import open_sandboxed
 from longdoc.jobs.dispatch import Dispatcher
-from longdoc.jobs.models import ApiKey, Job
+from longdoc.jobs.models import ApiKey, Job, JobPage
 from longdoc.jobs.repo import JobRepo, hash_options
 from longdoc.jobs.states import JobState
 from longdoc.jobs.webhooks import check_target
-from longdoc.model import Page
+from longdoc.model import Page, PageFlag, needs_review
 from longdoc.pipeline import ParseOptions
 from longdoc.service.page_images import PageImages
 from longdoc.service.schemas import JobOptions, JobPublic, PageList, PageSummary, job_public
@@ -239,8 +239,7 @@ class JobService:
         rows = {row.page: row for row in self.repo.pages(job.id)}
         numbers = selection_of_size(job.options.get("pages"), job.pages_total) if job.pages_total else []
         pages = [PageSummary(number=n, status="pending") for n in numbers if n not in rows]
-        pages += [PageSummary(number=r.page, status="ok" if r.status == "ok" else "failed", error=r.error,
-                              text_source=r.text_source, seconds=r.seconds) for r in rows.values()]
+        pages += [_summary(r) for r in rows.values()]
         return PageList(job_id=job.id, state=job.state, pages_total=job.pages_total,
                         pages=sorted(pages, key=lambda p: p.number))
 
@@ -351,6 +350,14 @@ def safe_name(filename: str | None) -> str:
     room = MAX_NAME_BYTES - len(tail.encode("utf-8", "replace"))
     head = (name[: -len(tail)] if tail else name).encode("utf-8", "replace")[:room].decode("utf-8", "ignore")
     return head + tail
+
+
+def _summary(row: JobPage) -> PageSummary:
+    """A recorded page's outcome (a row written before pages had flags has none)."""
+    flags = [PageFlag(flag) for flag in row.flags or []]
+    return PageSummary(number=row.page, status="ok" if row.status == "ok" else "failed", error=row.error,
+                       text_source=row.text_source, seconds=row.seconds, confidence=row.confidence, flags=flags,
+                       review=needs_review(flags))
 
 
 def _span(numbers: list[int]) -> str:

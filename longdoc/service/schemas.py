@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from longdoc.config import FurnitureMode, OcrMode
 from longdoc.export.formats import DEFAULT_FORMATS, ExportFormat
 from longdoc.jobs.public import JobLinks, JobPublic, job_public
+from longdoc.model import PageFlag
 
 __all__ = ["JobLinks", "JobPublic", "job_public"]  # the job's public view lives with the jobs (webhooks send it)
 
@@ -57,6 +58,11 @@ class PageSummary(BaseModel):
     error: dict[str, Any] | None = Field(default=None, description="code and message of a failed page")
     text_source: str | None = None
     seconds: float | None = None
+    confidence: float | None = Field(default=None, description="the page's confidence (Page.confidence): the "
+                                     "mean of its OCR lines', weighted by characters; null without OCR lines")
+    flags: list[PageFlag] = Field(default_factory=list, description="the page's flags (Page.flags)")
+    review: bool = Field(default=False, description="a page to check by eye (one of its flags is fallback, "
+                         "truncated, repetition or low_confidence)")
 
 
 class PageList(BaseModel):

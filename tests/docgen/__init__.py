@@ -16,6 +16,7 @@ long_textlayer      N pages fast (1,000 in seconds) for memory benchmarks
 code_listing        one page: prose, an indented C listing in a monospace font,
                     prose with an inline monospace word (a ListingDoc)
 rasterize           image-only PDF of a document (same page sizes, no text layer)
+sideways            the same, each page scanned turned by 90, 180 or 270 degrees
 to_tiff / to_png    multi-page TIFF / single-page PNG
 ==================  =========================================================
 
@@ -31,7 +32,7 @@ Fonts: DejaVu Sans, Serif and Sans Mono (fonts-dejavu-core) and WenQuanYi Micro 
 
 from tests.docgen.documents import chinese_report, english_report, long_textlayer, side_note, two_column
 from tests.docgen.listing import ListingDoc, code_listing
-from tests.docgen.raster import rasterize, to_png, to_tiff
+from tests.docgen.raster import rasterize, sideways, to_png, to_tiff
 from tests.docgen.truth import GeneratedDoc
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "long_textlayer",
     "rasterize",
     "side_note",
+    "sideways",
     "to_png",
     "to_tiff",
     "two_column",

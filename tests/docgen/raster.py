@@ -65,6 +65,28 @@ def rasterize(doc: GeneratedDoc, dpi: int, out_path: str | Path, *, jpeg_quality
     return dataclasses.replace(doc, pdf_path=out, image_dpi=dpi)
 
 
+def sideways(doc: GeneratedDoc, dpi: int, out_path: str | Path, *, degrees: int = 90) -> GeneratedDoc:
+    """Write an image-only PDF of ``doc`` as pages fed into a scanner sideways:
+    each page's grayscale image turned ``degrees`` (90, 180 or 270) clockwise,
+    on a page of the turned size (width and height swapped for 90 and 270),
+    stored losslessly. Reading it needs the opposite turn. Returns the same
+    ground truth with ``pdf_path=out_path`` and ``image_dpi=dpi``."""
+    if degrees not in (90, 180, 270):
+        raise ValueError(f"degrees must be 90, 180 or 270, not {degrees}")
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pdf = FPDF(unit="pt")
+    pdf.set_auto_page_break(False)
+    pdf.set_creation_date(FIXED_DATE)
+    for width, height, bitmap in _rendered_pages(doc.pdf_path, dpi):
+        if degrees != 180:
+            width, height = height, width
+        pdf.add_page(format=(width, height))
+        pdf.image(bitmap.to_pil().rotate(-degrees, expand=True), x=0, y=0, w=width, h=height)
+    pdf.output(str(out))
+    return dataclasses.replace(doc, pdf_path=out, image_dpi=dpi)
+
+
 def to_tiff(doc: GeneratedDoc, dpi: int, out_path: str | Path) -> GeneratedDoc:
     """Write a multi-page grayscale TIFF of ``doc`` (Deflate-compressed, DPI tag set),
     streaming page by page. Returns the same ground truth with ``pdf_path=out_path``

@@ -13,6 +13,9 @@ several, ``page 1`` for one). Streaming requests get the text in
 ``delta_chars``-character deltas, then a usage-only chunk
 (``"choices": []``) when ``usage_chunk`` is set, then ``[DONE]``.
 
+``finish`` (body, number of images) gives each answer's ``finish_reason``
+(default ``"stop"``; ``"length"``: cut at ``max_tokens``).
+
 ``reply`` (body, number of the request from 0) may answer otherwise: a
 :class:`Reply` with an HTTP error status, headers (``Retry-After``) and a
 message, or the answer trickled (``trickle_s`` between pieces of it, then
@@ -63,8 +66,10 @@ class Reply:
 
 class RecordingServer:
     def __init__(self, answer: Callable[[dict[str, Any], int], str] = default_answer, delta_chars: int = 16,
-                 usage_chunk: bool = False, reply: Callable[[dict[str, Any], int], Reply | None] | None = None) -> None:
+                 usage_chunk: bool = False, reply: Callable[[dict[str, Any], int], Reply | None] | None = None,
+                 finish: Callable[[dict[str, Any], int], str] = lambda body, images: "stop") -> None:
         self.answer = answer
+        self.finish = finish
         self.delta_chars = delta_chars
         self.usage_chunk = usage_chunk
         self.reply = reply
@@ -145,9 +150,10 @@ def _handler(server: RecordingServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(data)
                 return
             text = server.answer(body, len(image_urls(body)))
+            finish = server.finish(body, len(image_urls(body)))
             if not body.get("stream"):
                 completion = {"object": "chat.completion", "model": MODEL, "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
+                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}]}
                 if reply is None:
                     self._json(200, completion)
                     return
@@ -163,7 +169,7 @@ def _handler(server: RecordingServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            chunked = [f"{len(e):x}\r\n".encode() + e + b"\r\n" for e in server.events(text, "stop")]
+            chunked = [f"{len(e):x}\r\n".encode() + e + b"\r\n" for e in server.events(text, finish)]
             if reply is None:
                 for piece in chunked:
                     self.wfile.write(piece)

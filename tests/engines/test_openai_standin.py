@@ -16,7 +16,7 @@ import pytest
 from longdoc.config import load_settings
 from longdoc.errors import EngineUnavailable, JobCancelled
 from evaluation.metrics import cer
-from longdoc.model import DocumentStatus
+from longdoc.model import DocumentStatus, PageFlag
 from longdoc.pipeline import ParseOptions, Pipeline
 from tests.conftest import free_port
 from tests.ingest.files import text_pdf
@@ -128,11 +128,13 @@ def test_each_fault_is_recovered_and_recorded_on_its_pages(standin, doc, tmp_pat
     result, parsed = _parse(standin, doc, tmp_path, pages="1-8", timeout_seconds=timeout, busy_wait_seconds=1.5)
     assert result.status is DocumentStatus.SUCCEEDED, [p.error for p in parsed.pages if p.error]
     assert [p.number for p in parsed.pages] == list(range(1, 9))
+    assert parsed.review_pages == [p.number for p in parsed.pages if p.needs_review()]
     _every_record_once(parsed, range(1, 9))
     assert _stats(standin)["faults_fired"], "the fault never fired"
     pages = {p.number: p for p in parsed.pages}
     for number, (path, note) in expect.items():
         assert pages[number].produced_by == path, (number, pages[number].produced_by, pages[number].recovery)
+        assert (PageFlag.FALLBACK in pages[number].flags) is path.startswith("fallback:"), pages[number].flags
         if note is None:
             assert pages[number].recovery == []
         else:

@@ -6,7 +6,9 @@ a served process can be told too):
 - ``crash``: raises on page ``$LONGDOC_TEST_CRASH_PAGE`` (default 2), reads the others;
 - ``garbage``: reads every page as control characters and invalid surrogates;
 - ``hang``: never returns page ``$LONGDOC_TEST_HANG_PAGE`` (default 2) until cancelled;
-- ``oom``: asks for more memory than the machine has on page ``$LONGDOC_TEST_OOM_PAGE``.
+- ``oom``: asks for more memory than the machine has on page ``$LONGDOC_TEST_OOM_PAGE``;
+- ``doubtful``: reads page N at confidence 0.5 + N / 10 (page 1: 0.6, page 4: 0.9, capped at 1.0), as an
+  engine unsure of a poor scan.
 """
 
 from __future__ import annotations
@@ -50,9 +52,16 @@ def _oom(image: PageImage) -> list[Line]:
     return _line(image, f"Read page {image.page}")
 
 
+def _doubtful(image: PageImage) -> list[Line]:
+    box = BBox(x0=72.0, y0=72.0, x1=max(73.0, image.width_pt - 72.0), y1=86.0)
+    return [Line(text=f"Read page {image.page}", bbox=box, confidence=min(1.0, 0.5 + image.page / 10),
+                 page=image.page)]
+
+
 register_engine("noop", lambda settings: FakeEngine(handler=lambda image: [], name="noop", version="noop-1"))
 register_engine("crash", lambda settings: FakeEngine(handler=_crash, name="crash", version="crash-1"))
 register_engine("garbage", lambda settings: FakeEngine(
     handler=lambda image: _line(image, "\x00\x07\ud800\x1b[2J" * 40), name="garbage", version="garbage-1"))
 register_engine("hang", lambda settings: FakeEngine(handler=_hang, name="hang", version="hang-1"))
 register_engine("oom", lambda settings: FakeEngine(handler=_oom, name="oom", version="oom-1"))
+register_engine("doubtful", lambda settings: FakeEngine(handler=_doubtful, name="doubtful", version="doubtful-1"))

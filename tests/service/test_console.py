@@ -192,6 +192,43 @@ def test_sign_in_upload_watch_view_page_and_download(server, console, sample_pdf
     assert console.browser_errors() == []
 
 
+def test_pages_to_check_by_eye_are_marked_in_the_page_strip(start_server, console, sample_pdf):
+    """With ``export.review_below: 1.0`` every page read by OCR (the sample's
+    scans, pages 4 and 5) is flagged low_confidence: the strip marks them,
+    names the flag in their title, lists them under it, and the page view
+    shows the page's confidence and flags; the born-digital pages are plain."""
+    srv = start_server(export={"review_below": 1.0})
+    key = srv.create_key("console-review")
+    with srv.http(key) as http:
+        job = accepted(submit(http, sample_pdf, {"formats": ["json"]}))
+        done = wait_terminal(http, job["id"], JOB_WAIT_S)
+        assert done["state"] == "succeeded" and done["review_pages"] == [4, 5], done
+        listed = {p["number"]: p for p in http.get(f"/v1/jobs/{job['id']}/pages").json()["pages"]}
+    console.sign_in(srv.url, key.key)
+    console.wait_for("#upload-files")
+    console.go(f"#/jobs/{job['id']}")
+    console.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#page-strip .cell.ok")) == 5, what="five done cells")
+    cells = {c.get_attribute("data-page"): c for c in console.all("#page-strip .cell")}
+    assert [n for n, c in cells.items() if "review" in c.get_attribute("class").split()] == ["4", "5"]
+    for n in ("4", "5"):
+        title = cells[n].get_attribute("title")
+        assert "check by eye: low_confidence" in title, title
+        assert f"confidence {listed[int(n)]['confidence']:.2f}" in title, title
+        assert cells[n].get_attribute("data-flags") == "low_confidence"
+    assert cells["1"].get_attribute("title") == "page 1: ok" and cells["1"].get_attribute("data-review") == "no"
+    colours = {n: c.value_of_css_property("background-color") for n, c in cells.items()}
+    assert colours["4"] == colours["5"] != colours["1"]              # a distinct cell, not the done green
+    assert [li.get_attribute("data-page") for li in console.all("#review li")] == ["4", "5"]
+    assert "low_confidence" in console.find("#review li").text
+    console.shot("review-pages")
+    cells["5"].click()
+    flags = console.wait_for("#page-flags")
+    assert flags.text.endswith("low_confidence")
+    assert f"confidence {listed[5]['confidence']:.2f}" in console.find("#page-info").text
+    console.shot("review-page-5")
+    assert console.browser_errors() == []
+
+
 def test_wrong_key_is_refused_with_a_clear_message(server, console):
     console.sign_in(server.url, "ld_" + "x" * 43)
     error = console.wait_for("#signin-error")

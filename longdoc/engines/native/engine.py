@@ -44,7 +44,7 @@ from longdoc.engines.native.sequence import DocumentSequence, PageText, peak_byt
 from longdoc.engines.native.srswa import SrswaSettings
 from longdoc.engines.parsers import grounded_blocks
 from longdoc.errors import EngineFailed, EngineUnavailable, JobCancelled
-from longdoc.model import ErrorInfo, Page, PageStatus
+from longdoc.model import FALLBACK_PRODUCER, ErrorInfo, Page, PageFlag, PageStatus
 
 log = logging.getLogger(__name__)
 
@@ -247,14 +247,17 @@ class NativeSession:
 
     def _fall_back(self, group: PageGroup, pages: list[int], texts: dict[int, PageText],
                    shown: dict[int, PageImage]) -> dict[int, Page]:
-        """The unfinished pages read by the fallback engine; those it cannot give fail."""
+        """The unfinished pages read by the fallback engine (flagged
+        ``truncated`` when the model's text was cut at its token limit);
+        those it cannot give fail."""
         read = self._fallback.read(group, pages)
         name = self.engine.fallback.name
         out = {}
         for page in read or []:
-            why = self._unfinished(texts[page.number])
-            out[page.number] = page.model_copy(update={"produced_by": f"fallback:{name}",
-                                                      "recovery": [why, f"fallback: {name}"]})
+            text = texts[page.number]
+            out[page.number] = page.model_copy(update={
+                "produced_by": f"{FALLBACK_PRODUCER}{name}", "recovery": [self._unfinished(text), f"fallback: {name}"],
+                "flags": [PageFlag.TRUNCATED] if text.cut else []})
         missing = "no fallback engine is configured" if read is None else f"the fallback engine {name} returned nothing"
         for number in pages:
             if number not in out:

@@ -63,7 +63,7 @@ from longdoc.engines.openai.client import Answer, BusyBudget, ModelClient, Reque
 from longdoc.engines.parsers import split_pages
 from longdoc.engines.openai.profiles import SGLANG_NGRAM_PROCESSOR, get_profile
 from longdoc.errors import EngineFailed, EngineUnavailable, JobCancelled
-from longdoc.model import ErrorInfo, Page, PageStatus
+from longdoc.model import FALLBACK_PRODUCER, ErrorInfo, Page, PageFlag, PageStatus
 
 log = logging.getLogger(__name__)
 
@@ -321,7 +321,7 @@ class OpenAISession:
             return out
         if context:  # one owned page sent with its context: alone next
             return self._ladder([], owned, work, "single", step)
-        return self._fall_back(owned, work, step)
+        return self._fall_back(owned, work, step, reason)
 
     def _request(self, context: list[int], owned: list[int], work: _Work, path: str,
                  recovery: list[str]) -> dict[int, Page]:
@@ -354,16 +354,21 @@ class OpenAISession:
                     engine=self.engine.name, engine_version=self.engine.version, produced_by=path,
                     recovery=list(notes))
 
-    def _fall_back(self, owned: list[int], work: _Work, recovery: list[str]) -> dict[int, Page]:
+    def _fall_back(self, owned: list[int], work: _Work, recovery: list[str], reason: str) -> dict[int, Page]:
+        """``owned`` (one page, whose own request failed for ``reason``) read
+        by the fallback engine; flagged ``truncated`` or ``repetition`` when
+        that was the model's answer for it."""
         shown = work.shown
         pages = self._fallback.read(work.group, owned)
         if pages is None:
             return {n: _failed(n, shown[n], recovery, "no fallback engine is configured") for n in owned}
         name = self.engine.fallback.name
+        seen = [flag for flag in (PageFlag.TRUNCATED, PageFlag.REPETITION) if flag.value == reason]
         out = {}
         for page in pages:
             out[page.number] = page.model_copy(update={
-                "produced_by": f"fallback:{name}", "recovery": [*recovery, f"fallback: {name}"]})
+                "produced_by": f"{FALLBACK_PRODUCER}{name}", "recovery": [*recovery, f"fallback: {name}"],
+                "flags": seen})
         for n in owned:
             out.setdefault(n, _failed(n, shown[n], recovery, f"the fallback engine {name} returned nothing"))
         return out

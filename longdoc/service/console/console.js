@@ -269,14 +269,16 @@ function jobView(id) {
   const figures = h("div", { id: "job-figures", class: "figures" });
   const strip = h("div", { id: "page-strip", class: "strip", role: "list" });
   const failures = h("ul", { id: "failures", class: "failures" });
+  const review = h("ul", { id: "review", class: "review" });
   const actions = h("div", { class: "actions", id: "job-actions" });
   const problem = h("div", { id: "job-problem" });
   show(h("section", { class: "card" }, h("p", {}, h("a", { href: "#/jobs" }, "← all jobs")), title,
     h("div", { class: "row" }, state, bar, figures), problem, actions,
     h("h2", {}, "Pages"), h("p", { class: "muted legend" },
-      h("span", { class: "cell ok" }), " done ", h("span", { class: "cell failed" }), " failed ",
-      h("span", { class: "cell pending" }), " pending: click a page to see it beside its scan."),
-    strip, failures));
+      h("span", { class: "cell ok" }), " done ", h("span", { class: "cell ok review" }), " done, to check by eye ",
+      h("span", { class: "cell failed" }), " failed ", h("span", { class: "cell pending" }),
+      " pending: click a page to see it beside its scan."),
+    strip, failures, review));
 
   function render(job) {
     title.replaceChildren(job.filename, " ", h("code", { class: "muted" }, job.id.slice(0, 8)));
@@ -354,12 +356,20 @@ function jobView(id) {
       if (seq !== pagesSeq) return;   // a later load is on its way
       strip.replaceChildren(...list.pages.map((p) => {
         const why = p.status === "failed" && p.error ? ` (${p.error.code})` : "";
-        return h("a", { class: `cell ${p.status}`, role: "listitem", href: `#/jobs/${id}/pages/${p.number}`,
-          title: `page ${p.number}: ${p.status}${why}`, dataset: { page: p.number, status: p.status } }, String(p.number));
+        const flags = p.flags && p.flags.length ? ` · ${p.review ? "check by eye: " : ""}${p.flags.join(", ")}` : "";
+        const confidence = p.confidence != null ? ` · confidence ${p.confidence.toFixed(2)}` : "";
+        return h("a", { class: `cell ${p.status}${p.review ? " review" : ""}`, role: "listitem",
+          href: `#/jobs/${id}/pages/${p.number}`, title: `page ${p.number}: ${p.status}${why}${flags}${confidence}`,
+          dataset: { page: p.number, status: p.status, flags: (p.flags || []).join(" "), review: p.review ? "yes" : "no" } },
+          String(p.number));
       }));
       failures.replaceChildren(...list.pages.filter((p) => p.status === "failed").map((p) =>
         h("li", {}, h("a", { href: `#/jobs/${id}/pages/${p.number}` }, `page ${p.number}`), ": ",
           h("code", {}, p.error ? p.error.code : "failed"), " ", p.error ? p.error.message : "")));
+      review.replaceChildren(...list.pages.filter((p) => p.review).map((p) =>
+        h("li", { dataset: { page: p.number } }, h("a", { href: `#/jobs/${id}/pages/${p.number}` }, `page ${p.number}`),
+          ": check by eye (", h("code", {}, p.flags.join(", ")), ")",
+          p.confidence != null ? ` · confidence ${p.confidence.toFixed(2)}` : "")));
     } catch (err) {
       if (err.name !== "AbortError") strip.replaceChildren(errorBox(err, "pages-error"));
     }
@@ -452,6 +462,8 @@ async function pageView(id, number) {
   const source = page.text_source ? `${page.text_source}` : "no text";
   info.replaceChildren(`${page.status} · ${source}${page.engine ? ` · ${page.engine}` : ""}`,
     page.rotation ? ` · turned ${page.rotation}°` : "",
+    page.confidence != null ? ` · confidence ${page.confidence.toFixed(2)}` : "",
+    page.flags && page.flags.length ? h("span", { id: "page-flags" }, " · ", h("code", {}, page.flags.join(", "))) : "",
     page.error ? h("div", { class: "error", dataset: { code: page.error.code } }, page.error.message, " ",
       h("code", {}, page.error.code)) : "");
   const ordered = [...page.blocks].sort((a, b) => a.order - b.order);

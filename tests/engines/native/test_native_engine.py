@@ -73,6 +73,8 @@ def test_pages_the_model_did_not_finish_are_read_by_the_fallback_engine(tmp_path
     for page in doc["pages"]:
         assert page["status"] == "ok" and page["produced_by"] == "fallback:rapidocr"
         assert page["recovery"][0] == "cut at 12 tokens"
+        assert page["flags"][:2] == ["fallback", "truncated"]   # then what the fallback's reading shows, if anything
+    assert doc["review_pages"] == [1, 2, 3, 4, 5]
     assert "Review of Operations" in (tmp_path / "out" / "sample.txt").read_text()
 
 
