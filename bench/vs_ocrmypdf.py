@@ -13,7 +13,9 @@ The test set (made here, exact ground truth):
 Both tools run as cold CLI processes on the whole set, alternated, best of
 ``--rounds``: ``ocrmypdf -j <cores> -l eng+chi_sim --force-ocr
 --output-type pdf --sidecar`` and ``longdoc parse --ocr force --format txt``
-with its defaults (one untimed longdoc run on one page first, so the
+with its defaults, and with ``--plugin`` a third: the same ``ocrmypdf``
+command with ``--plugin longdoc.integrations.ocrmypdf`` (longdoc as
+OCRmyPDF's engine) (one untimed longdoc run on one page first, so the
 backend choice of ``inference.backend: auto`` is already remembered, as on
 any machine after its first run). Printed: pages/s of each and their ratio,
 and CER per tool on the English pages, the Chinese pages and all (each
@@ -22,7 +24,7 @@ break comes out on its first page; English compared with runs of whitespace
 as one space, Chinese with whitespace removed: Tesseract spaces out CJK
 characters).
 
-    python bench/vs_ocrmypdf.py [--english 16] [--chinese 4] [--rounds 2] [--keep DIR]
+    python bench/vs_ocrmypdf.py [--english 16] [--chinese 4] [--rounds 2] [--plugin] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -44,10 +46,13 @@ from tests.docgen.dense import DPI, MAX_SKEW, scan, typeset
 # --- running the tools ----------------------------------------------------------------
 
 
-def run_ocrmypdf(pdf: Path, work: Path) -> tuple[float, list[str]]:
+def run_ocrmypdf(pdf: Path, work: Path, plugin: bool = False) -> tuple[float, list[str]]:
+    """OCRmyPDF with Tesseract, or with longdoc as its engine (``plugin``)."""
     sidecar = work / "ocrmypdf.txt"
     cmd = [str(Path(sys.executable).parent / "ocrmypdf"), "-j", str(os.cpu_count() or 1), "-l", "eng+chi_sim",
            "--force-ocr", "--output-type", "pdf", "--sidecar", str(sidecar), "-q", str(pdf), str(work / "out.pdf")]
+    if plugin:
+        cmd[1:1] = ["--plugin", "longdoc.integrations.ocrmypdf"]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, env={**os.environ, "OMP_THREAD_LIMIT": "1"})
     seconds = time.perf_counter() - t0
@@ -91,6 +96,7 @@ def main() -> int:
     ap.add_argument("--english", type=int, default=16)
     ap.add_argument("--chinese", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--plugin", action="store_true", help="also OCRmyPDF with longdoc as its engine")
     ap.add_argument("--keep", type=Path, help="keep the test set and outputs here")
     args = ap.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="vs-ocrmypdf-"))
@@ -103,10 +109,13 @@ def main() -> int:
           f"{os.cpu_count()} cores", flush=True)
     run_longdoc(pdf, work, pages="1")  # untimed: the backend choice is remembered from here on
     best: dict[str, tuple[float, list[str]]] = {}
+    tools = ("ocrmypdf", "longdoc", "plugin") if args.plugin else ("ocrmypdf", "longdoc")
+    runners = {"ocrmypdf": lambda: run_ocrmypdf(pdf, work), "longdoc": lambda: run_longdoc(pdf, work),
+               "plugin": lambda: run_ocrmypdf(pdf, work, plugin=True)}
     for round_ in range(args.rounds):
-        order = ("ocrmypdf", "longdoc") if round_ % 2 == 0 else ("longdoc", "ocrmypdf")
+        order = tools if round_ % 2 == 0 else tools[::-1]
         for tool in order:
-            seconds, pages = run_ocrmypdf(pdf, work) if tool == "ocrmypdf" else run_longdoc(pdf, work)
+            seconds, pages = runners[tool]()
             print(f"  round {round_ + 1}: {tool:<9} {seconds:6.1f} s  {n / seconds:.3f} pages/s", flush=True)
             if tool not in best or seconds < best[tool][0]:
                 best[tool] = (seconds, pages)
@@ -120,6 +129,10 @@ def main() -> int:
     print(f"\nlongdoc / OCRmyPDF pages/s: {speed:.2f}x (best of {args.rounds}, alternated); CER ratio "
           f"en {_ratio(scores['longdoc']['en'], scores['ocrmypdf']['en'])}, "
           f"zh {_ratio(scores['longdoc']['zh'], scores['ocrmypdf']['zh'])}")
+    if args.plugin:
+        print(f"ocrmypdf --plugin longdoc / ocrmypdf pages/s: {best['ocrmypdf'][0] / best['plugin'][0]:.2f}x; "
+              f"CER ratio en {_ratio(scores['plugin']['en'], scores['ocrmypdf']['en'])}, "
+              f"zh {_ratio(scores['plugin']['zh'], scores['ocrmypdf']['zh'])}")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -2,8 +2,9 @@
 # Debian packages the tests use: a CJK font for generated Chinese pages,
 # Liberation and Carlito fonts for the scanned code tokens (tests/docgen/codes.py),
 # Tesseract for the optional second engine, Chromium with its driver for
-# the web console's browser tests, and poppler's pdftotext to read the
-# searchable PDF back as other tools do. Installs only what is missing;
+# the web console's browser tests, poppler's pdftotext to read the
+# searchable PDF back as other tools do, and Ghostscript for OCRmyPDF's
+# PDF/A (longdoc as an OCRmyPDF engine, tests/integrations). Installs only what is missing;
 # without root (or apt) it says what to install and carries on: the tests
 # that need them are then skipped with that reason.
 set -uo pipefail
@@ -15,6 +16,7 @@ need=()
 command -v tesseract >/dev/null 2>&1 || need+=(tesseract-ocr tesseract-ocr-eng)
 [ -n "$(ls /usr/share/tesseract-ocr/*/tessdata/chi_sim.traineddata 2>/dev/null)" ] || need+=(tesseract-ocr-chi-sim)
 command -v pdftotext >/dev/null 2>&1 || need+=(poppler-utils)
+command -v gs >/dev/null 2>&1 || need+=(ghostscript)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
 [ ${#need[@]} -eq 0 ] && exit 0

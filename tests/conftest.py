@@ -88,7 +88,9 @@ SLOW_FILES = (   # seconds each took in one process on 2 cores, 2026-12-03
     "tests/service/test_job_flow.py",               # 40
     "tests/engines/native/test_native_engine.py",   # 36
     "tests/service/test_console.py",                # 35
+    "tests/integrations/test_ocrmypdf.py",          # 39
     "tests/export/test_searchable_pdf.py",          # 35
+    "tests/integrations/test_ocrmypdf_plugin.py",   # 27
     "tests/service/test_native_engine.py",          # 23
     "tests/engines/test_backends.py",               # 23
     "tests/service/test_limits.py",                 # 22
@@ -118,6 +120,7 @@ MODEL_FILES = (
     "tests/engines/test_symbol_runs.py", "tests/engines/test_tesseract_engine.py",
     "tests/eval/test_devset.py", "tests/eval/test_layout_docs.py",
     "tests/export/test_code_blocks.py", "tests/export/test_review.py", "tests/export/test_searchable_pdf.py",
+    "tests/integrations/test_ocrmypdf.py",
     "tests/layout/test_real_ocr.py",
     "tests/pipeline/test_code_scans.py", "tests/pipeline/test_continued.py", "tests/pipeline/test_grid_tables.py",
     "tests/pipeline/test_hostile.py",
