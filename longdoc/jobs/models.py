@@ -1,4 +1,4 @@
-"""Database records: API keys, jobs, per-page results, webhook deliveries.
+"""Database records: API keys, jobs, per-page results, webhook deliveries, the audit trail.
 
 SQLAlchemy 2 declarative models, portable between SQLite and PostgreSQL:
 ids are uuid4 hex strings, states and lanes plain strings (validated in
@@ -97,6 +97,10 @@ class ApiKey(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     revoked_at: Mapped[datetime | None]
     last_used_at: Mapped[datetime | None]
+    #: when the key stops working (None: never); a rotated key's is the end of its grace period
+    expires_at: Mapped[datetime | None]
+    #: the key that replaced it (``longdoc keys rotate``)
+    replaced_by: Mapped[str | None] = mapped_column(String(32))
 
 
 class Job(Base):
@@ -236,3 +240,25 @@ class WebhookOutbox(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     delivered_at: Mapped[datetime | None]
+
+
+class AuditEvent(Base):
+    """One access to a tenant's data, one admin action or one failed
+    authentication: who (tenant, key id, never the key), from where
+    (client address), what (action, job id) and how it ended (HTTP status,
+    error code). Never document text or file contents."""
+
+    __tablename__ = "audit_events"
+    __table_args__ = (Index("ix_audit_events_tenant_at", "tenant", "at"),)
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer(), "sqlite"), primary_key=True,
+                                    autoincrement=True)
+    at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    tenant: Mapped[str | None] = mapped_column(String(63))
+    key_id: Mapped[str | None] = mapped_column(String(32))
+    client: Mapped[str | None] = mapped_column(String(64))
+    action: Mapped[str] = mapped_column(String(32))
+    job_id: Mapped[str | None] = mapped_column(String(32))
+    status: Mapped[int] = mapped_column(Integer)
+    error_code: Mapped[str | None] = mapped_column(String(64))
+    request_id: Mapped[str | None] = mapped_column(String(64))

@@ -17,7 +17,7 @@ from longdoc.jobs import db
 from longdoc.jobs.models import Base
 from longdoc.jobs.repo import JobRepo, KeyRepo
 
-TABLES = {"api_keys", "jobs", "job_pages", "webhook_deliveries", "job_tasks", "webhook_outbox"}
+TABLES = {"api_keys", "jobs", "job_pages", "webhook_deliveries", "job_tasks", "webhook_outbox", "audit_events"}
 
 
 def _tables(engine) -> set[str]:
