@@ -45,6 +45,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -217,8 +218,8 @@ class TaskSteps:
         """Open the document, plan its groups, begin its checkpoint."""
         control()
         options = job_options(job)
-        original = self._original(job)
-        with self.pipeline.open_document(original, options, self._checkpoint(job, held), name=job.filename) as doc:
+        with self._original(job) as original, \
+                self.pipeline.open_document(original, options, self._checkpoint(job, held), name=job.filename) as doc:
             self.repo.set_total(job.id, len(doc.numbers))
 
     def _whole(self, job: Job, control: Callable[[], None], rss: PeakRss, held: Held) -> None:
@@ -226,10 +227,10 @@ class TaskSteps:
         options = job_options(job)
         progress = JobProgress(self.repo, job.id, self.finisher.metrics)
         with self.scratch.task(job.id) as tmp:
-            original = self._original(job)
-            result = self.pipeline.parse(original, tmp / "out", options, progress=progress,
-                                         checkpoint=self._checkpoint(job, held), stem="result", control=control,
-                                         name=job.filename, owner=job.tenant)
+            with self._original(job) as original:
+                result = self.pipeline.parse(original, tmp / "out", options, progress=progress,
+                                             checkpoint=self._checkpoint(job, held), stem="result", control=control,
+                                             name=job.filename, owner=job.tenant)
             rss.sample()
             held(True)
             self._finish_parsed(job, options, result, rss)
@@ -246,9 +247,9 @@ class TaskSteps:
         control()
         options = job_options(job)
         needs_context = options.ocr != "off" and self.pipeline.engine_capabilities(options.engine).needs_context
-        original = self._original(job)
-        with self.pipeline.open_document(original, options, self._checkpoint(job), name=job.filename,
-                                         begin=False) as doc:
+        with self._original(job) as original, \
+                self.pipeline.open_document(original, options, self._checkpoint(job), name=job.filename,
+                                            begin=False) as doc:
             group = doc.groups[index]
             prepare_group(doc.source, [doc.numbers[i] for i in group.owned], [doc.numbers[i] for i in group.context],
                           options, needs_context, self.store, keys.work_prefix(job.tenant, job.id, index),
@@ -266,8 +267,8 @@ class TaskSteps:
             source = PreparedSource(self.store, prefix)
         except ObjectNotFound:
             log.warning("prepared group missing; reading the document here", extra={"job_id": job.id, "group": index})
-            with self.pipeline.open_document(self._original(job), options, checkpoint, name=job.filename,
-                                             begin=False) as doc:
+            with self._original(job) as original, \
+                    self.pipeline.open_document(original, options, checkpoint, name=job.filename, begin=False) as doc:
                 self.pipeline.run_groups(doc, options, checkpoint, progress, control, job.tenant, only={index})
             return
         numbers = parse_page_range(options.pages, source.page_count)
@@ -280,17 +281,18 @@ class TaskSteps:
         control()
         options = job_options(job)
         with self.scratch.task(job.id) as tmp:
-            original = self._original(job)
-            with self.pipeline.open_document(original, options, self._checkpoint(job), name=job.filename,
-                                             begin=False) as doc:
+            with self._original(job) as original, \
+                    self.pipeline.open_document(original, options, self._checkpoint(job), name=job.filename,
+                                                begin=False) as doc:
                 result = self.pipeline.assemble(doc, options, self._checkpoint(job), tmp / "out", "result")
             rss.sample()
             held(True)
             self._finish_parsed(job, options, result, rss)
         self.store.delete_prefix(keys.work_prefix(job.tenant, job.id))
 
-    def _original(self, job: Job) -> Path:
-        return self.originals.path(job.id, job.size_bytes, lambda dest: fetch_original(self.store, job, dest))
+    def _original(self, job: Job) -> AbstractContextManager[Path]:
+        """The local copy of the job's original, pinned while the block runs."""
+        return self.originals.use(job.id, job.size_bytes, lambda dest: fetch_original(self.store, job, dest))
 
     def _checkpoint(self, job: Job, held: Held | None = None) -> StoreCheckpoint:
         prefix = keys.checkpoint_prefix(job.tenant, job.id)

@@ -12,7 +12,9 @@ documents stay open (their sandbox child alive) for a short while:
               └─ render(7, 100) in the child → rotate like the result → JPEG
 
 A source idle for ``IDLE_CLOSE_S`` is closed on the next request (and all of
-them when the service stops); at most ``KEEP_OPEN`` are open at once.
+them when the service stops); at most ``KEEP_OPEN`` are open at once. An open
+source keeps its local copy pinned (its sandbox child reopens the file should
+it die), so newer copies never push it out.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from __future__ import annotations
 import io
 import threading
 import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from longdoc.config import Settings
@@ -34,6 +38,21 @@ IDLE_CLOSE_S = 120.0
 JPEG_QUALITY = 82
 
 
+@dataclass
+class _Open:
+    """An open source, when it was last used, and the pin on its local copy."""
+
+    source: SandboxedSource
+    used: float
+    pin: ExitStack = field(default_factory=ExitStack)
+
+    def close(self) -> None:
+        try:
+            self.source.close()
+        finally:
+            self.pin.close()
+
+
 class PageImages:
     """Renders pages of stored originals as JPEG (see the module docstring)."""
 
@@ -41,7 +60,7 @@ class PageImages:
         self.settings, self.store = settings, store
         self.originals = OriginalCache(Path(work_dir) / "viewer-originals", keep=KEEP_OPEN + 2)
         self._lock = threading.Lock()
-        self._open: dict[str, tuple[SandboxedSource, float]] = {}
+        self._open: dict[str, _Open] = {}
 
     def page_count(self, job: Job) -> int:
         """Pages in the job's original."""
@@ -66,36 +85,41 @@ class PageImages:
         with self._lock:
             entry = self._open.pop(job_id, None)
         if entry is not None:
-            entry[0].close()
+            entry.close()
 
     def close(self) -> None:
         with self._lock:
             entries, self._open = list(self._open.values()), {}
-        for source, _ in entries:
-            source.close()
+        for entry in entries:
+            entry.close()
 
     def _source(self, job: Job) -> SandboxedSource:
         now = time.monotonic()
-        stale: list[SandboxedSource] = []
+        stale: list[_Open] = []
         with self._lock:
-            for job_id, (source, used) in list(self._open.items()):
-                if now - used > IDLE_CLOSE_S:
-                    stale.append(source)
-                    del self._open[job_id]
+            for job_id, entry in list(self._open.items()):
+                if now - entry.used > IDLE_CLOSE_S:
+                    stale.append(self._open.pop(job_id))
             entry = self._open.get(job.id)
             if entry is not None:
-                self._open[job.id] = (entry[0], now)
-        for source in stale:
-            source.close()
+                entry.used = now
+        for old in stale:
+            old.close()
         if entry is not None:
-            return entry[0]
-        path = self.originals.path(job.id, job.size_bytes, lambda dest: fetch_original(self.store, job, dest))
-        source = open_sandboxed(path, self.settings.limits, name=job.filename)
+            return entry.source
+        pin = ExitStack()
+        try:
+            path = pin.enter_context(
+                self.originals.use(job.id, job.size_bytes, lambda dest: fetch_original(self.store, job, dest)))
+            opened = _Open(open_sandboxed(path, self.settings.limits, name=job.filename), time.monotonic(), pin)
+        except BaseException:
+            pin.close()
+            raise
         with self._lock:
-            closing = [self._open.pop(job.id)[0]] if job.id in self._open else []   # opened meanwhile
-            self._open[job.id] = (source, time.monotonic())
-            by_use = sorted(self._open, key=lambda jid: self._open[jid][1])
-            closing += [self._open.pop(jid)[0] for jid in by_use[:-KEEP_OPEN]]
+            closing = [self._open.pop(job.id)] if job.id in self._open else []   # opened meanwhile
+            self._open[job.id] = opened
+            by_use = sorted(self._open, key=lambda jid: self._open[jid].used)
+            closing += [self._open.pop(jid) for jid in by_use[:-KEEP_OPEN]]
         for old in closing:
             old.close()
-        return source
+        return opened.source

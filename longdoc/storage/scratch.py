@@ -13,12 +13,14 @@ is removed when the job ends or is deleted::
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
 
 from longdoc.errors import StorageError
@@ -60,7 +62,7 @@ class ScratchDir:
         with self._folder(f"task-{check_job_id(job_id)}-{uuid.uuid4().hex[:12]}") as path:
             yield path
 
-    @property
+    @cached_property
     def originals(self) -> OriginalCache:
         """The copies of originals of the jobs whose tasks run here."""
         return OriginalCache(self.root / "originals")
@@ -102,36 +104,75 @@ def _remove(path: Path) -> None:
 class OriginalCache:
     """Local copies of the originals of the last ``keep`` jobs this process
     worked on, so the next page group of a document on the same worker does
-    not download it again. One process's own; files are written under a
-    temporary name and renamed, so a copy is whole or absent."""
+    not download it again. Files are written under a temporary name and
+    renamed, so a copy is whole or absent.
+
+    A copy in use (:meth:`use`) is pinned by a shared ``flock`` on it, so
+    making room for newer copies never removes one a task is about to read,
+    in this process or another sharing the folder; only :meth:`forget` (the
+    job ended) removes a pinned copy."""
 
     def __init__(self, root: str | Path, keep: int = 4) -> None:
         self.root = Path(root)
         self.keep = keep
         self._lock = threading.Lock()
 
-    def path(self, job_id: str, size: int, fetch: Callable[[Path], None]) -> Path:
+    @contextmanager
+    def use(self, job_id: str, size: int, fetch: Callable[[Path], None]) -> Iterator[Path]:
         """The local copy of job ``job_id``'s original (``size`` bytes),
-        calling ``fetch(dest)`` to write it when there is none."""
+        pinned while the block runs, calling ``fetch(dest)`` to write it
+        when there is none."""
         with self._lock:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
             dest = self.root / check_job_id(job_id)
-            if not (dest.is_file() and dest.stat().st_size == size):
-                partial = dest.with_name(f"{dest.name}.part")
-                fetch(partial)
-                os.replace(partial, dest)
+            fd = None
+            while fd is None:
+                if not (dest.is_file() and dest.stat().st_size == size):
+                    partial = dest.with_name(f"{dest.name}.part")
+                    fetch(partial)
+                    os.replace(partial, dest)
+                try:
+                    fd = os.open(dest, os.O_RDONLY)
+                except FileNotFoundError:  # another process's forget() between the check and the open
+                    continue
+            fcntl.flock(fd, fcntl.LOCK_SH)
             os.utime(dest)
-            self._evict(keep_also=dest)
-            return dest
+            self._evict()
+        try:
+            yield dest
+        finally:
+            os.close(fd)  # releases the pin
 
     def forget(self, job_id: str) -> None:
         """Remove the copy of ``job_id``'s original (the job ended or was deleted)."""
         with self._lock:
             (self.root / check_job_id(job_id)).unlink(missing_ok=True)
 
-    def _evict(self, keep_also: Path) -> None:
-        copies = sorted((p for p in self.root.iterdir() if p.is_file() and not p.name.endswith(".part")),
-                        key=lambda p: p.stat().st_mtime, reverse=True)
-        for old in copies[self.keep:]:
-            if old != keep_also:
-                old.unlink(missing_ok=True)
+    def _evict(self) -> None:
+        """Remove the least recently used copies past ``keep``, skipping pinned ones."""
+        copies = []
+        for p in self.root.iterdir():
+            if p.name.endswith(".part"):
+                continue
+            try:
+                copies.append((p.stat().st_mtime, p))
+            except FileNotFoundError:
+                continue
+        copies.sort(reverse=True)
+        for _, old in copies[self.keep:]:
+            _remove_unpinned(old)
+
+
+def _remove_unpinned(path: Path) -> None:
+    """Remove ``path`` unless a task holds its pin (a shared ``flock``)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        path.unlink(missing_ok=True)
+    except BlockingIOError:
+        pass  # a task is reading it
+    finally:
+        os.close(fd)

@@ -63,11 +63,11 @@ def test_keeps_the_last_documents_open_and_closes_the_rest(viewer, monkeypatch):
     pids = []
     for j in jobs:
         images.jpeg(j, 1, 36)
-        pids.append(images._open[j.id][0].child_pid())
+        pids.append(images._open[j.id].source.child_pid())
     time.sleep(0.5)
     assert [alive(p) for p in pids] == [False, True, True]      # at most KEEP_OPEN sandboxes
     images.jpeg(jobs[1], 2, 36)
-    assert images._open[jobs[1].id][0].child_pid() == pids[1]  # the next page reuses the open document
+    assert images._open[jobs[1].id].source.child_pid() == pids[1]  # the next page reuses the open document
     images.forget(jobs[1].id)
     time.sleep(0.5)
     assert not alive(pids[1])                                   # a deleted job's sandbox goes
