@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from longdoc.config import load_settings
-from longdoc.durations import parse_duration
+from longdoc.durations import format_duration, parse_duration
 from longdoc.errors import EXIT_PARTIAL, KeyNotFound, Unauthorized
 from longdoc.export import FILE_NAMES
 
@@ -184,7 +184,8 @@ def keys_rotate(
     lifetime = parse_duration(expires_in, what="--expires-in") if expires_in is not None else None
     made = keys.rotate(key_id, grace=period, expires_in=lifetime)
     typer.echo(f"id: {made.key.id}\ntenant: {made.key.tenant}\nexpires_at: {_when(made.key.expires_at)}\n"
-               f"replaces: {made.old.id}\nold_key_expires_at: {_when(made.old.expires_at)}\n"
+               f"replaces: {made.old.id}\ngrace: {format_duration(period)}\n"
+               f"old_key_expires_at: {_when(made.old.expires_at)}\n"
                f"webhook_secret: {made.key.webhook_secret}")
     typer.echo(made.plaintext)
 

@@ -179,10 +179,11 @@ class KeyRepo(_Repo):
         """A new key for the same tenant, rate limit and webhook secret, and
         the old one set to expire ``grace`` from now (``0``: now; callers
         default it to ``service.key_rotation_grace``) or at its own expiry
-        if that comes first. The new key lasts ``expires_in`` (positive), by default
-        as long as the old one was made to last (never, for a key without an
-        expiry). One transaction; the old key is changed only if it is still
-        unrotated and unrevoked, so two rotations of one key give one new key.
+        if that comes first. The new key lasts ``expires_in`` (positive);
+        by default as long as the old one was made to last (never, for a key
+        without an expiry). One transaction; the old key is changed only if
+        it is still unrotated and unrevoked (compare-and-set), so two
+        rotations of one key racing give one new key.
 
         Raises KeyNotFound (no such key), KeyNotRotatable (revoked, expired,
         or already rotated), InvalidOption (a negative grace, an expires_in

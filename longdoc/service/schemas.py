@@ -84,8 +84,8 @@ class KeyCreate(BaseModel):
     tenant: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")
     rate_limit_per_minute: int | None = Field(default=None, ge=1, le=100_000)
     expires_in: str | None = Field(default=None, max_length=64, examples=["90d"],
-                                   description=f"the key stops working this long after its creation ({DURATION_DESCRIPTION}); "
-                                   "null: never")
+                                   description="the key stops working this long after its creation "
+                                   f"({DURATION_DESCRIPTION}); null: never")
 
 
 class KeyRotate(BaseModel):

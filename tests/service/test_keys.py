@@ -115,6 +115,7 @@ def test_bad_cli_input_is_refused_with_stable_codes(tmp_path, capsys):
     assert rc == 2 and "error [invalid_duration]" in err
     rc, out, _ = run("rotate", fields["id"])
     assert rc == 0 and printed(out)[0]["replaces"] == fields["id"]
+    assert printed(out)[0]["grace"] == "7d"  # service.key_rotation_grace
     rc, _, err = run("rotate", fields["id"])  # already rotated
     assert rc == 2 and "error [key_not_rotatable]" in err
     run("revoke", fields["id"])
