@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from longdoc.config import load_settings
+from longdoc.durations import format_duration, parse_duration
 from longdoc.errors import EXIT_PARTIAL, KeyNotFound, Unauthorized
 from longdoc.export import FILE_NAMES
 
@@ -129,38 +131,84 @@ def submit(
 
 
 def _repo(config: Path | None):
+    """The settings and a KeyRepo on their database (migrated)."""
     from longdoc.jobs import db
     from longdoc.jobs.repo import KeyRepo
 
     settings = load_settings(config)
     engine = db.make_engine(settings.database.url)
     db.migrate(engine)
-    return KeyRepo(db.session_factory(engine))
+    return settings, KeyRepo(db.session_factory(engine))
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.isoformat() if moment is not None else "never"
+
+
+ExpiresInOpt = Annotated[Optional[str], typer.Option(
+    "--expires-in", help="The key stops working this long from now: 90d, 12h, 30m, 45s, 1d12h.")]
 
 
 @keys_app.command("create")
 def keys_create(
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant the key belongs to.")],
     rate_limit: Annotated[Optional[int], typer.Option("--rate-limit", help="Requests per minute.")] = None,
+    expires_in: ExpiresInOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Create a key. The key is printed alone on the last line (shown once)."""
-    key, plaintext = _repo(config).create(tenant, rate_limit_per_minute=rate_limit)
-    typer.echo(f"id: {key.id}\ntenant: {key.tenant}\nwebhook_secret: {key.webhook_secret}")
+    lifetime = parse_duration(expires_in, what="--expires-in") if expires_in is not None else None
+    _, keys = _repo(config)
+    key, plaintext = keys.create(tenant, rate_limit_per_minute=rate_limit, expires_in=lifetime)
+    typer.echo(f"id: {key.id}\ntenant: {key.tenant}\nexpires_at: {_when(key.expires_at)}\n"
+               f"webhook_secret: {key.webhook_secret}")
     typer.echo(plaintext)
+
+
+@keys_app.command("rotate")
+def keys_rotate(
+    key_id: Annotated[str, typer.Argument(help="The key to replace (its id, from `longdoc keys list`).")],
+    grace: Annotated[Optional[str], typer.Option(
+        "--grace", help="How long the old key keeps working: 7d, 12h, 0s (stops now). "
+        "Default: service.key_rotation_grace.")] = None,
+    expires_in: Annotated[Optional[str], typer.Option(
+        "--expires-in", help="The new key's lifetime. Default: as long as the old key was made to last.")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Replace a key: a new key for the same tenant, rate limit and webhook
+    secret, printed alone on the last line (shown once); the old key keeps
+    working until the end of the grace period, then gets 401 key_expired."""
+    settings, keys = _repo(config)
+    period = (parse_duration(grace, what="--grace", allow_zero=True) if grace is not None
+              else settings.service.key_rotation_grace_delta)
+    lifetime = parse_duration(expires_in, what="--expires-in") if expires_in is not None else None
+    made = keys.rotate(key_id, grace=period, expires_in=lifetime)
+    typer.echo(f"id: {made.key.id}\ntenant: {made.key.tenant}\nexpires_at: {_when(made.key.expires_at)}\n"
+               f"replaces: {made.old.id}\ngrace: {format_duration(period)}\n"
+               f"old_key_expires_at: {_when(made.old.expires_at)}\n"
+               f"webhook_secret: {made.key.webhook_secret}")
+    typer.echo(made.plaintext)
 
 
 @keys_app.command("list")
 def keys_list(tenant: Annotated[Optional[str], typer.Option("--tenant")] = None, config: ConfigOpt = None) -> None:
-    """List keys (prefix only, never the key)."""
-    for k in _repo(config).list(tenant):
+    """List keys, one JSON object a line (prefix only, never the key); state: active, expired or revoked."""
+    from longdoc.jobs.repo import key_state
+
+    _, keys = _repo(config)
+    now = keys.now()
+    for k in keys.list(tenant):
         typer.echo(json.dumps({"id": k.id, "tenant": k.tenant, "prefix": k.key_prefix,
-                               "revoked": k.revoked_at is not None, "rate_limit_per_minute": k.rate_limit_per_minute}))
+                               "state": key_state(k, now).value, "revoked": k.revoked_at is not None,
+                               "expires_at": k.expires_at.isoformat() if k.expires_at else None,
+                               "replaced_by": k.replaced_by, "rate_limit_per_minute": k.rate_limit_per_minute,
+                               "last_used_at": k.last_used_at.isoformat() if k.last_used_at else None}))
 
 
 @keys_app.command("revoke")
 def keys_revoke(key_id: Annotated[str, typer.Argument()], config: ConfigOpt = None) -> None:
     """Revoke a key by id; requests with it get 401 from then on."""
-    if not _repo(config).revoke(key_id):
+    _, keys = _repo(config)
+    if not keys.revoke(key_id):
         raise KeyNotFound(f"No key {key_id!r}.")
     typer.echo(f"revoked {key_id}")

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -23,7 +24,8 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from longdoc.errors import ConfigError
+from longdoc.durations import parse_duration
+from longdoc.errors import ConfigError, InvalidDuration
 
 log = logging.getLogger("longdoc.config")
 
@@ -96,6 +98,23 @@ class ServiceSettings(_Section):
                                    "second listener, admin_host:admin_port (which serves /admin and /healthz "
                                    "alone), and the public listener answers 404 for it; null = /admin on the "
                                    "public listener. The admin token applies either way")
+    key_rotation_grace: str = Field(default="7d", description="how long a rotated key keeps working after "
+                                    "`longdoc keys rotate` (POST /admin/keys/{id}/rotate) when no grace is "
+                                    "given: a duration such as 7d, 12h, 1d12h; 0s = it stops at once")
+
+    @field_validator("key_rotation_grace")
+    @classmethod
+    def _grace_is_a_duration(cls, value: str) -> str:
+        try:
+            parse_duration(value, allow_zero=True)
+        except InvalidDuration as exc:
+            raise ValueError(str(exc)) from None
+        return value.strip()
+
+    @property
+    def key_rotation_grace_delta(self) -> timedelta:
+        """:attr:`key_rotation_grace` as a timedelta."""
+        return parse_duration(self.key_rotation_grace, allow_zero=True)
 
     @model_validator(mode="after")
     def _no_weak_admin_token(self) -> ServiceSettings:

@@ -150,6 +150,14 @@ class InvalidOption(LongdocError):
     hint = "See `longdoc parse --help` for the accepted values."
 
 
+class InvalidDuration(InvalidOption):
+    """A duration (``--expires-in``, ``--grace``, ``expires_in``) that does not read."""
+
+    code = "invalid_duration"
+    hint = ("Write a whole number and a unit: `90d`, `12h`, `30m`, `45s`, or several from the largest unit "
+            "down (`1d12h`); at most 3650 days.")
+
+
 class CallbackRefused(LongdocError):
     """A webhook ``callback_url`` is not a safe public http(s) target."""
 
@@ -431,6 +439,15 @@ class AdminForbidden(Unauthorized):
     hint = "Admin endpoints need `Authorization: Bearer <service.admin_token>`; they are off when no admin token is configured."
 
 
+class KeyExpired(Unauthorized):
+    """A known, unrevoked key past its ``expires_at`` (set at creation, or
+    the end of a rotated key's grace period)."""
+
+    code = "key_expired"
+    hint = ("This API key has expired: ask your administrator for a new key. A rotated key stops working "
+            "at the end of its grace period; switch to its replacement before then.")
+
+
 class JobNotFound(LongdocError):
     code = "job_not_found"
     http_status = 404
@@ -504,3 +521,13 @@ class KeyNotFound(LongdocError):
     http_status = 404
     exit_code = EXIT_USAGE
     hint = "List keys with `longdoc keys list` or GET /admin/keys."
+
+
+class KeyNotRotatable(LongdocError):
+    """Only an active key (not revoked, not expired, not already rotated) can be rotated."""
+
+    code = "key_not_rotatable"
+    http_status = 409
+    exit_code = EXIT_USAGE
+    hint = ("Rotate the key's replacement (`replaced_by` in `longdoc keys list`), or make a new key with "
+            "`longdoc keys create --tenant NAME`.")

@@ -235,7 +235,7 @@ def _families(registry: Any) -> list[tuple[str, str, tuple[str, ...], str]]:
         if isinstance(collector, MetricWrapperBase):
             labels = tuple(collector._labelnames)
         elif hasattr(collector, "label"):  # longdoc.jobs.metrics._Mirror
-            labels = (collector.label,)
+            labels = (collector.label,) if collector.label else ()
         else:
             labels = ()
         for family in collector.collect():

@@ -18,19 +18,27 @@ STAGE_BUCKETS = (0.001, 0.005, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 
 
 
 class _Mirror(Collector):
-    """A labelled gauge whose values come from a callback at scrape time."""
+    """A gauge whose values come from a callback at scrape time: one per
+    value of ``label`` (``read`` returns a mapping), or a single value when
+    ``label`` is None (``read`` returns a number). A failing callback gives
+    the family no sample rather than failing the scrape."""
 
-    def __init__(self, name: str, doc: str, label: str, read: Callable[[], Mapping[str, float]]):
+    def __init__(self, name: str, doc: str, label: str | None,
+                 read: Callable[[], Mapping[str, float]] | Callable[[], float]):
         self.name, self.doc, self.label, self.read = name, doc, label, read
 
     def collect(self):
-        family = GaugeMetricFamily(self.name, self.doc, labels=[self.label])
+        family = GaugeMetricFamily(self.name, self.doc, labels=[self.label] if self.label else None)
         try:
             values = self.read()
         except Exception:  # a scrape must not fail because the DB blinked
-            values = {}
-        for key, value in sorted(values.items()):
-            family.add_metric([key], value)
+            values = {} if self.label else None
+        if self.label is None:
+            if values is not None:
+                family.add_metric([], float(values))  # type: ignore[arg-type]
+        else:
+            for key, value in sorted(values.items()):  # type: ignore[union-attr]
+                family.add_metric([key], value)
         yield family
 
 
@@ -55,4 +63,9 @@ class Metrics:
         self.errors = Counter("longdoc_errors", "Errors returned to clients, by code", ["code"], registry=r)
 
     def mirror(self, name: str, doc: str, label: str, read: Callable[[], Mapping[str, float]]) -> None:
+        """A gauge with one value per ``label`` value, read at scrape time."""
         self.registry.register(_Mirror(name, doc, label, read))
+
+    def mirror_value(self, name: str, doc: str, read: Callable[[], float]) -> None:
+        """A gauge without labels, read at scrape time."""
+        self.registry.register(_Mirror(name, doc, None, read))

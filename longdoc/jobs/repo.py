@@ -31,7 +31,15 @@ from sqlalchemy import and_, delete, func, literal, or_, select, update
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from longdoc.errors import DatabaseUnavailable, IdempotencyKeyReused, InvalidOption, QueueFull
+from longdoc.errors import (
+    DatabaseUnavailable,
+    IdempotencyKeyReused,
+    InvalidOption,
+    KeyExpired,
+    KeyNotFound,
+    KeyNotRotatable,
+    QueueFull,
+)
 from longdoc.jobs.models import (
     LANES,
     MAX_IDEMPOTENCY_KEY,
@@ -53,6 +61,8 @@ Clock = Callable[[], datetime]
 
 API_KEY_PREFIX = "ld_"
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+#: keys that stop working within this long are counted by ``longdoc_api_keys_expiring``
+EXPIRY_WARNING = timedelta(days=7)
 MAX_LIST_LIMIT = 200
 _CAS_TRIES = 5
 # What a dedupe may hand back: work that is, or will be, a usable result.
@@ -96,28 +106,59 @@ class _Repo:
 # --- API keys -----------------------------------------------------------------
 
 
+class KeyState(str, Enum):
+    """Where a key stands at a moment (see :func:`key_state`)."""
+
+    ACTIVE = "active"
+    EXPIRED = "expired"
+    REVOKED = "revoked"
+
+
+def key_state(key: ApiKey, now: datetime) -> KeyState:
+    """``revoked`` once revoked (whatever its expiry), ``expired`` from its
+    ``expires_at`` on, ``active`` otherwise (a rotated key in its grace
+    period is active)."""
+    if key.revoked_at is not None:
+        return KeyState.REVOKED
+    if key.expires_at is not None and now >= key.expires_at:
+        return KeyState.EXPIRED
+    return KeyState.ACTIVE
+
+
+class Rotated(NamedTuple):
+    """What :meth:`KeyRepo.rotate` made: the new key, its plaintext (shown
+    once), and the old key as it now stands (``expires_at`` at the end of its
+    grace, ``replaced_by`` the new key's id)."""
+
+    key: ApiKey
+    plaintext: str
+    old: ApiKey
+
+
 class KeyRepo(_Repo):
     """API keys: ``ld_`` + 43 url-safe characters, stored as sha256 only."""
 
-    def create(self, tenant: str, rate_limit_per_minute: int | None = None) -> tuple[ApiKey, str]:
+    def create(self, tenant: str, rate_limit_per_minute: int | None = None,
+               expires_in: timedelta | None = None) -> tuple[ApiKey, str]:
         """A new key for ``tenant``: ``(row, plaintext)``; the plaintext is
-        not stored and cannot be shown again. Raises InvalidTenant, InvalidOption."""
+        not stored and cannot be shown again. ``expires_in`` (positive): the
+        key stops working that long from now; None: never. Raises
+        InvalidTenant, InvalidOption."""
         check_tenant(tenant)
         if rate_limit_per_minute is not None and rate_limit_per_minute < 1:
             raise InvalidOption("rate_limit_per_minute must be at least 1 (or omitted for the default).")
-        plaintext = API_KEY_PREFIX + secrets.token_urlsafe(32)
-        row = ApiKey(
-            id=new_id(), tenant=tenant, key_prefix=plaintext[:8], key_hash=hash_api_key(plaintext),
-            webhook_secret=secrets.token_urlsafe(32), rate_limit_per_minute=rate_limit_per_minute,
-            created_at=self._now(),
-        )
+        if expires_in is not None and expires_in <= timedelta(0):
+            raise InvalidOption(f"expires_in must be positive, not {expires_in}.")
+        row, plaintext = _new_key(tenant, rate_limit_per_minute, secrets.token_urlsafe(32), self._now(), expires_in)
         with self._tx() as s:
             s.add(row)
         return row, plaintext
 
     def authenticate(self, key: str) -> ApiKey | None:
         """The active key row for the plaintext ``key``, or None (unknown,
-        malformed or revoked). Records ``last_used_at`` at most once a minute."""
+        malformed or revoked). Raises :class:`~longdoc.errors.KeyExpired` for
+        a known, unrevoked key past its ``expires_at``. Records
+        ``last_used_at`` at most once a minute."""
         if not isinstance(key, str) or not key.startswith(API_KEY_PREFIX) or len(key) > 256:
             return None
         digest = hash_api_key(key)
@@ -126,9 +167,53 @@ class KeyRepo(_Repo):
             if row is None or not hmac.compare_digest(row.key_hash, digest) or row.revoked_at is not None:
                 return None
             now = self._now()
+            if key_state(row, now) is KeyState.EXPIRED:
+                assert row.expires_at is not None
+                raise KeyExpired(f"API key {row.key_prefix}… expired at {row.expires_at.isoformat()}.",
+                                 key_id=row.id, tenant=row.tenant, expired_at=row.expires_at.isoformat())
             if row.last_used_at is None or now - row.last_used_at >= LAST_USED_RESOLUTION:
                 row.last_used_at = now
         return row
+
+    def rotate(self, key_id: str, *, grace: timedelta, expires_in: timedelta | None = None) -> Rotated:
+        """A new key for the same tenant, rate limit and webhook secret, and
+        the old one set to expire ``grace`` from now (``0``: now; callers
+        default it to ``service.key_rotation_grace``) or at its own expiry
+        if that comes first. The new key lasts ``expires_in`` (positive);
+        by default as long as the old one was made to last (never, for a key
+        without an expiry). One transaction; the old key is changed only if
+        it is still unrotated and unrevoked (compare-and-set), so two
+        rotations of one key racing give one new key.
+
+        Raises KeyNotFound (no such key), KeyNotRotatable (revoked, expired,
+        or already rotated), InvalidOption (a negative grace, an expires_in
+        that is not positive)."""
+        if grace < timedelta(0):
+            raise InvalidOption(f"grace must not be negative, not {grace}.")
+        if expires_in is not None and expires_in <= timedelta(0):
+            raise InvalidOption(f"expires_in must be positive, not {expires_in}.")
+        with self._tx() as s:
+            old = s.get(ApiKey, key_id)
+            if old is None:
+                raise KeyNotFound(f"No key {key_id!r}.")
+            now = self._now()
+            _check_rotatable(old, now)
+            if expires_in is None and old.expires_at is not None:
+                expires_in = old.expires_at - old.created_at
+            new, plaintext = _new_key(old.tenant, old.rate_limit_per_minute, old.webhook_secret, now, expires_in)
+            s.add(new)
+            s.flush()
+            old_expires_at = now + grace if old.expires_at is None else min(old.expires_at, now + grace)
+            changed = s.execute(
+                update(ApiKey)
+                .where(ApiKey.id == key_id, ApiKey.replaced_by.is_(None), ApiKey.revoked_at.is_(None))
+                .values(replaced_by=new.id, expires_at=old_expires_at)
+                .execution_options(synchronize_session=False)
+            ).rowcount
+            if changed != 1:  # rotated or revoked since it was read: the new key is rolled back
+                raise KeyNotRotatable(f"Key {key_id} was rotated or revoked meanwhile.", key_id=key_id)
+            s.refresh(old)
+        return Rotated(new, plaintext, old)
 
     def get(self, key_id: str | None) -> ApiKey | None:
         if key_id is None:
@@ -154,6 +239,39 @@ class KeyRepo(_Repo):
             if row.revoked_at is None:
                 row.revoked_at = self._now()
             return True
+
+    def count_expiring(self, within: timedelta = EXPIRY_WARNING) -> int:
+        """Keys that work now and stop within ``within``, rotated ones (which
+        have their replacement already) left out: the keys someone still has
+        to replace. One COUNT over the keys table."""
+        now = self._now()
+        query = select(func.count()).select_from(ApiKey).where(
+            ApiKey.revoked_at.is_(None), ApiKey.replaced_by.is_(None),
+            ApiKey.expires_at > now, ApiKey.expires_at <= now + within,
+        )
+        with self._tx() as s:
+            return int(s.scalar(query) or 0)
+
+
+def _new_key(tenant: str, rate_limit_per_minute: int | None, webhook_secret: str, now: datetime,
+             expires_in: timedelta | None) -> tuple[ApiKey, str]:
+    plaintext = API_KEY_PREFIX + secrets.token_urlsafe(32)
+    row = ApiKey(
+        id=new_id(), tenant=tenant, key_prefix=plaintext[:8], key_hash=hash_api_key(plaintext),
+        webhook_secret=webhook_secret, rate_limit_per_minute=rate_limit_per_minute, created_at=now,
+        expires_at=now + expires_in if expires_in is not None else None,
+    )
+    return row, plaintext
+
+
+def _check_rotatable(key: ApiKey, now: datetime) -> None:
+    state = key_state(key, now)
+    if state is not KeyState.ACTIVE:
+        raise KeyNotRotatable(f"Key {key.id} is {state.value}; only an active key can be rotated.",
+                              key_id=key.id, state=state.value)
+    if key.replaced_by is not None:
+        raise KeyNotRotatable(f"Key {key.id} was already rotated; its replacement is {key.replaced_by}.",
+                              key_id=key.id, replaced_by=key.replaced_by)
 
 
 # --- jobs -------------------------------------------------------------------------

@@ -7,7 +7,7 @@ throttle on failed authentication.
 :mod:`longdoc.service.app` (which authenticates *before* an upload's body is
 read) both call it.
 
-Failed attempts (a missing, unknown or revoked key; a wrong admin token) are
+Failed attempts (a missing, unknown, revoked or expired key; a wrong admin token) are
 counted per client address in a moving one-minute window; past
 ``service.auth_failures_per_minute`` every request from that address is
 answered ``429 rate_limited`` with ``Retry-After``, without looking at its
@@ -40,7 +40,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from longdoc.config import Settings
-from longdoc.errors import AdminForbidden, ConfigError, RateLimited, Unauthorized
+from longdoc.errors import AdminForbidden, ConfigError, KeyExpired, RateLimited, Unauthorized
 from longdoc.jobs.models import ApiKey
 from longdoc.jobs.repo import KeyRepo
 from longdoc.tls import redis_options
@@ -142,11 +142,17 @@ class Authenticator:
     def authenticate(self, authorization: str | None, client: str | None) -> ApiKey:
         """The key a ``Bearer`` header names, counted against its rate
         limit. Raises RateLimited (this address failed too often, or the
-        key is over its limit) or Unauthorized."""
+        key is over its limit), KeyExpired (a key past its expiry or its
+        grace period) or Unauthorized (no key, an unknown or revoked one).
+        An expired key counts as a failed attempt, as an unknown one does."""
         client = client or UNKNOWN_CLIENT
         self._check_throttle(client)
         token = bearer(authorization)
-        key = self.keys.authenticate(token) if token is not None else None
+        try:
+            key = self.keys.authenticate(token) if token is not None else None
+        except KeyExpired:
+            self._failed(client)
+            raise
         if key is None:
             self._failed(client)
             raise Unauthorized("Missing API key." if token is None else "Invalid or revoked API key.")

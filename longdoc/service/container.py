@@ -31,7 +31,7 @@ from longdoc.jobs.lease import worker_id
 from longdoc.jobs.metrics import Metrics
 from longdoc.jobs.outbox import Outbox
 from longdoc.jobs.reconciler import Loop
-from longdoc.jobs.repo import JobRepo, KeyRepo
+from longdoc.jobs.repo import EXPIRY_WARNING, JobRepo, KeyRepo
 from longdoc.jobs.states import JobState
 from longdoc.jobs.task_repo import QueueFigures, TaskRepo
 from longdoc.pipeline import ParseOptions
@@ -247,9 +247,15 @@ class Container:
         m.mirror("longdoc_webhooks_pending", "Webhook deliveries waiting in the outbox, and the age in seconds "
                  "of the oldest", "figure", lambda: {"pending": float(self.outbox.pending_count()),
                                                      "oldest_age_seconds": self.outbox.oldest_pending_age_seconds()})
+        m.mirror_value("longdoc_api_keys_expiring", f"API keys that stop working within {EXPIRY_WARNING.days} days "
+                       "(not revoked, not yet expired, not rotated: a rotated key has its replacement)",
+                       self._keys_expiring)
         self._install_fleet_metrics()
         if self.embedded:
             self._install_engine_metrics()
+
+    def _keys_expiring(self) -> float:
+        return float(self.keys.count_expiring(EXPIRY_WARNING))
 
     def _queue_depth(self) -> dict[str, float]:
         depth = {k: float(v) for k, v in self.jobs.queue_depth_by_lane().items()}

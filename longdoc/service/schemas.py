@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from longdoc.config import FurnitureMode, OcrMode
 from longdoc.export.formats import DEFAULT_FORMATS, ExportFormat
 from longdoc.jobs.public import JobLinks, JobPublic, job_public
+from longdoc.jobs.repo import KeyState
 from longdoc.model import PageFlag
 
 __all__ = ["JobLinks", "JobPublic", "job_public"]  # the job's public view lives with the jobs (webhooks send it)
@@ -74,11 +75,28 @@ class PageList(BaseModel):
     pages: list[PageSummary]
 
 
+DURATION_DESCRIPTION = "a duration: a whole number and a unit, e.g. 90d, 12h, 30m, 45s, or 1d12h"
+
+
 class KeyCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tenant: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")
     rate_limit_per_minute: int | None = Field(default=None, ge=1, le=100_000)
+    expires_in: str | None = Field(default=None, max_length=64, examples=["90d"],
+                                   description="the key stops working this long after its creation "
+                                   f"({DURATION_DESCRIPTION}); null: never")
+
+
+class KeyRotate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    grace: str | None = Field(default=None, max_length=64, examples=["7d"],
+                              description=f"how long the old key keeps working ({DURATION_DESCRIPTION}; 0s: it stops "
+                              "now); null: service.key_rotation_grace")
+    expires_in: str | None = Field(default=None, max_length=64, examples=["90d"],
+                                   description=f"the new key's lifetime ({DURATION_DESCRIPTION}); null: as long as the "
+                                   "old key was made to last (never, for a key without an expiry)")
 
 
 class KeyPublic(BaseModel):
@@ -89,11 +107,19 @@ class KeyPublic(BaseModel):
     created_at: datetime
     revoked_at: datetime | None = None
     last_used_at: datetime | None = None
+    expires_at: datetime | None = Field(default=None, description="when the key stops working (null: never); "
+                                        "a rotated key's is the end of its grace period")
+    replaced_by: str | None = Field(default=None, description="the id of the key that replaced it (rotation)")
+    state: KeyState = Field(description="active, expired or revoked, now")
 
 
 class KeyCreated(KeyPublic):
     key: str = Field(description="shown once")
-    webhook_secret: str = Field(description="signs this key's webhooks; shown once")
+    webhook_secret: str = Field(description="signs this key's webhooks; shown once (a rotation keeps it)")
+
+
+class KeyRotated(KeyCreated):
+    replaces: KeyPublic = Field(description="the old key, now expiring at the end of its grace period")
 
 
 class Readiness(BaseModel):

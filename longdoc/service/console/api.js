@@ -109,6 +109,9 @@ export function describe(err) {
   switch (err.code) {
     case "unauthorized":
       return "The API key was not accepted: check that it is whole and not revoked.";
+    case "key_expired":
+      return "This API key has expired: ask your administrator for a new one " +
+        "(a rotated key stops working at the end of its grace period).";
     case "upload_too_large":
       return `The file is too large: this server takes uploads up to ${ctx.limit_mb ?? "its limit in"} MB.`;
     case "quota_exceeded":
