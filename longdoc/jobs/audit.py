@@ -66,7 +66,7 @@ class AuditRecord(NamedTuple):
 def audit_public(event: AuditEvent) -> dict[str, object]:
     """A stored record as JSON-ready values (``at`` in ISO 8601, UTC): what
     ``GET /admin/audit`` and ``longdoc audit list`` print."""
-    return {"id": event.id, "at": event.at.isoformat().replace("+00:00", "Z"), "tenant": event.tenant, "key_id": event.key_id,
+    return {"id": event.id, "at": event.at.isoformat(timespec="microseconds").replace("+00:00", "Z"), "tenant": event.tenant, "key_id": event.key_id,
             "client": event.client, "action": event.action, "job_id": event.job_id, "status": event.status,
             "error_code": event.error_code, "request_id": event.request_id}
 
@@ -117,7 +117,7 @@ class AuditWriter:
         self._stopping = threading.Event()
         self._closed = False
         self._lock = threading.Lock()
-        self._warned_at: float | None = None
+        self._warned_at: dict[str, float] = {}
         self._thread = threading.Thread(target=self._run, name="longdoc-audit", daemon=True)
 
     def start(self) -> AuditWriter:
@@ -210,7 +210,8 @@ class AuditWriter:
         """Log ``message`` at most every DROP_WARNING_INTERVAL_S seconds."""
         now = time.monotonic()
         with self._lock:
-            if self._warned_at is not None and now - self._warned_at < DROP_WARNING_INTERVAL_S:
+            last = self._warned_at.get(message)
+            if last is not None and now - last < DROP_WARNING_INTERVAL_S:
                 return
-            self._warned_at = now
+            self._warned_at[message] = now
         log.warning(message, extra=extra)
