@@ -58,7 +58,10 @@ def parse_utc(text: str) -> datetime:
         raise InvalidTime(f"Not an ISO 8601 date or time: {text!r}.") from None
     if value.tzinfo is None or value.utcoffset() is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00+01:00
+        raise InvalidTime(f"{text!r} is out of range in UTC.") from None
 
 
 class UTCDateTime(TypeDecorator[datetime]):

@@ -194,6 +194,7 @@ def test_list_filters_tenant_since_and_limit(start_app):
     assert len(trail(srv, since=datetime.now(UTC).date().isoformat())) >= 7  # a date alone: from midnight UTC
     for params, status, code in (({"since": "5 minutes ago"}, 400, "invalid_time"),
                                  ({"since": "2026-13-01"}, 400, "invalid_time"),
+                                 ({"since": "0001-01-01T00:00:00+01:00"}, 400, "invalid_time"),
                                  ({"limit": 0}, 422, "invalid_request"), ({"limit": 1001}, 422, "invalid_request")):
         r = srv.request("GET", "/admin/audit", params=params, headers=srv.admin_headers())
         assert r.status_code == status and error_code(r) == code, (params, r.text)
