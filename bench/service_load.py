@@ -34,8 +34,27 @@ Exit status 0; 1 when the server does not get ready, dies, a job does not
 succeed, or the CLI baseline fails. Every loop is bounded by a count and by
 ``--timeout`` (seconds for the whole run).
 
+``--audit-compare N`` instead measures what the access audit trail costs:
+N rounds, each starting one server with ``service.audit: false`` and one
+with ``true`` (the order alternating from round to round, one server at a
+time, each on a fresh database, warm-up off), each given the same load:
+phase 1's submits (latency, pages/s), then ``--status-seconds`` of
+``--clients`` threads asking ``GET /v1/jobs/{id}`` as fast as they can
+(the cheapest audited request, where the trail's share is the largest):
+requests/s and latency. Before the servers, in this process: the request
+path's share alone (a trivial app bare and inside ``AuditTrail``, µs a
+request), and ``--in-process-requests`` ``GET /v1/jobs`` through the real
+app with audit off and on (requests/s, same alternation; no socket, so no
+network wait hides the CPU the trail costs). Per run it also reports the audit records written
+(counted in the database after the server stopped, so the shutdown flush
+is included) against the requests made, and
+``longdoc_audit_records_dropped_total``. Reported: each run, the median of
+each figure with audit off and on, and their ratio (on / off); the spread
+of the per-round ratios says how noisy the machine was.
+
     python bench/service_load.py [--clients 8] [--per-client 4] [--pages 3] [--scans 0]
         [--jobs 300] [--wave 32] [--max-queued 64] [--timeout 3600] [--no-cli]
+    python bench/service_load.py --audit-compare 3 [--clients 4] [--per-client 2] [--status-seconds 10]
 """
 
 from __future__ import annotations
@@ -49,6 +68,8 @@ import shlex
 import shutil
 import signal
 import socket
+import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -132,12 +153,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def write_config(work: Path, args: argparse.Namespace) -> Path:
+def write_config(work: Path, args: argparse.Namespace, **service: object) -> Path:
+    """The run's config in ``work``; ``service``: further ``service.*`` settings."""
     config = {
         "service": {
             "host": HOST, "port": free_port(), "admin_token": secrets.token_urlsafe(32), "warmup": True,
             "rate_limit_per_minute": 1_000_000, "max_queued": args.max_queued, "log_json": True,
-            **({"max_concurrency": args.max_concurrency} if args.max_concurrency else {}),
+            **({"max_concurrency": args.max_concurrency} if args.max_concurrency else {}), **service,
         },
         "inference": {"workers": args.workers},
         "storage": {"url": f"file://{work / 'store'}"},
@@ -461,6 +483,210 @@ def report_phase2(stats: LoadStats, trace: RssTrace, done: DoneLog, marks: dict[
         else f"n/a ({n} samples)")
 
 
+# --- the audit trail's cost ------------------------------------------------------
+
+
+@dataclass
+class AuditRun:
+    """One server's figures in ``--audit-compare``."""
+
+    audit: bool
+    submit_p50_ms: float
+    pages_per_s: float
+    status_per_s: float
+    status_p50_ms: float
+    status_p95_ms: float
+    requests: int
+    records: int
+    dropped: float
+
+
+def status_load(url: str, key: str, job_id: str, clients: int, seconds: float) -> tuple[int, list[float]]:
+    """``clients`` threads asking ``GET /v1/jobs/{job_id}`` back to back for
+    ``seconds``: ``(answers, latencies in ms)``; BenchFailure on an answer
+    other than 200."""
+    latencies: list[list[float]] = [[] for _ in range(clients)]
+    failures: list[str] = []
+    stop = time.monotonic() + seconds
+
+    def ask(mine: list[float]) -> None:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=30) as http:
+            while time.monotonic() < stop and not failures:
+                t0 = time.perf_counter()
+                r = http.get(f"/v1/jobs/{job_id}")
+                mine.append((time.perf_counter() - t0) * 1000)
+                if r.status_code != 200:
+                    failures.append(f"{r.status_code} {r.text[:200]}")
+
+    threads = [threading.Thread(target=ask, args=(mine,), daemon=True) for mine in latencies]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(seconds + 60)
+    if failures:
+        raise BenchFailure(f"status requests failed: {failures[0]}")
+    flat = [x for mine in latencies for x in mine]
+    return len(flat), flat
+
+
+def dropped_records(url: str) -> float:
+    text = httpx.get(f"{url}/metrics", timeout=30).text
+    return next((float(line.split()[-1]) for line in text.splitlines()
+                 if line.startswith("longdoc_audit_records_dropped_total ")), 0.0)
+
+
+def audit_run(work: Path, args: argparse.Namespace, docs: list[Doc], audit: bool, deadline: float) -> AuditRun:
+    """One server with ``service.audit: audit`` under phase 1's submits, then the status load."""
+    work.mkdir(parents=True)
+    server = Server(work, write_config(work, args, audit=audit, warmup=False))
+    server.start()
+    try:
+        server.wait_ready(min(args.ready_timeout, deadline - time.monotonic()))
+        key = server.create_key()
+        recs = run_batch(server, key, docs, args.clients, deadline)
+        stats = LoadStats.of(recs)
+        if not stats.all_succeeded:
+            raise BenchFailure(f"not every job succeeded: {_counts(stats.states)}; errors {_counts(stats.errors)}")
+        answers, latencies = status_load(server.url, key, recs[0].job_id, args.clients, args.status_seconds)
+        dropped = dropped_records(server.url)
+    finally:
+        server.stop()
+    with sqlite3.connect(work / "longdoc.db") as db:
+        records = db.execute("SELECT COUNT(*) FROM audit_events").fetchone()[0]
+    return AuditRun(audit, float(np.percentile(stats.latencies_ms, 50)), stats.pages_per_s or 0.0,
+                    answers / args.status_seconds, float(np.percentile(latencies, 50)),
+                    float(np.percentile(latencies, 95)), answers + len(recs), records, dropped)
+
+
+def report_audit(runs: list[AuditRun]) -> None:
+    print(f"\n  {'run':<10}{'submit p50':>12}{'pages/s':>10}{'status/s':>10}{'p50':>9}{'p95':>9}"
+          f"{'records':>9}{'dropped':>9}")
+    for i, r in enumerate(runs):
+        print(f"  {i // 2 + 1}: {'on' if r.audit else 'off':<7}{r.submit_p50_ms:>9.1f} ms{r.pages_per_s:>10.2f}"
+              f"{r.status_per_s:>10.1f}{r.status_p50_ms:>6.2f} ms{r.status_p95_ms:>6.2f} ms{r.records:>9}"
+              f"{r.dropped:>9.0f}")
+    figures = [("submit latency p50", "submit_p50_ms"), ("pages/s", "pages_per_s"),
+               ("status requests/s", "status_per_s"), ("status latency p50", "status_p50_ms"),
+               ("status latency p95", "status_p95_ms")]
+    print("\n  medians, ratio on/off (per-round ratios: min … max)")
+    for label, attr in figures:
+        off = [getattr(r, attr) for r in runs if not r.audit]
+        on = [getattr(r, attr) for r in runs if r.audit]
+        rounds = [b / a for a, b in zip(off, on, strict=True) if a]
+        print(f"  {label:<22}off {statistics.median(off):9.2f}   on {statistics.median(on):9.2f}   "
+              f"ratio {statistics.median(on) / statistics.median(off):.3f}   ({min(rounds):.3f} … {max(rounds):.3f})")
+    on_runs = [r for r in runs if r.audit]
+    print(f"  audit records written  {sum(r.records for r in on_runs)} (at least the {sum(r.requests for r in on_runs)}"
+          f" submits and status requests of the load, plus the polls), dropped "
+          f"{sum(r.dropped for r in on_runs):.0f}")
+
+
+def middleware_cost_us(n: int = 20_000, repeats: int = 5) -> tuple[float, float]:
+    """The request path's share of the trail, in this process: µs per
+    request of a trivial ASGI app answering an audited route, bare and
+    inside :class:`AuditTrail` (its record queued to a writer whose
+    database is a no-op), best of ``repeats`` × ``n``."""
+    import asyncio
+    import types
+
+    from longdoc.jobs.audit import AuditWriter
+    from longdoc.service.audit import AuditTrail
+
+    class NoDatabase:
+        def add_many(self, records: list) -> None:
+            pass
+
+    writer = AuditWriter(NoDatabase(), queue_size=n * repeats + 1).start()  # type: ignore[arg-type]
+    app = types.SimpleNamespace(state=types.SimpleNamespace(container=types.SimpleNamespace(audit=writer)))
+    route = types.SimpleNamespace(path="/v1/jobs/{job_id}")
+
+    async def answer(scope, receive, send) -> None:
+        scope["state"].update(tenant="t", audit_key_id="k")
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    async def nothing(message=None) -> dict:
+        return {"type": "http.request"}
+
+    async def per_request(asgi) -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            scope = {"type": "http", "method": "GET", "path": "/v1/jobs/abc", "app": app, "route": route,
+                     "client": ("127.0.0.1", 1), "headers": [(b"authorization", b"Bearer x")],
+                     "path_params": {"job_id": "abc"}, "state": {}}
+            await asgi(scope, nothing, nothing)
+        return (time.perf_counter() - t0) / n * 1e6
+
+    async def measure() -> tuple[float, float]:
+        bare, audited = [], []
+        for _ in range(repeats):
+            bare.append(await per_request(answer))
+            audited.append(await per_request(AuditTrail(answer)))
+        return min(bare), min(audited)
+
+    try:
+        return asyncio.run(measure())
+    finally:
+        writer.close()
+
+
+def in_process_per_s(work: Path, audit: bool, n: int) -> float:
+    """Requests/s of ``n`` ``GET /v1/jobs`` one after another, through the
+    real app in this process (:class:`tests.api.harness.InProcessServer`:
+    the routes, container and database of ``longdoc serve``, no socket),
+    with ``service.audit: audit``. No socket means no network wait: the
+    CPU the trail costs (request path and writer thread) shows whole."""
+    from tests.api.harness import InProcessServer
+
+    srv = InProcessServer(work, service={"audit": audit, "rate_limit_per_minute": 1_000_000}).start()
+    try:
+        key = srv.create_key("bench")
+        with srv.http(key) as http:
+            http.get("/v1/jobs")
+            t0 = time.perf_counter()
+            for _ in range(n):
+                if http.get("/v1/jobs").status_code != 200:
+                    raise BenchFailure("GET /v1/jobs failed in process")
+            return n / (time.perf_counter() - t0)
+    finally:
+        srv.stop()
+
+
+def audit_compare(args: argparse.Namespace) -> int:
+    deadline = time.monotonic() + args.timeout
+    print(f"$ python {shlex.join(sys.argv)}")
+    with tempfile.TemporaryDirectory(prefix="longdoc-audit-") as tmp:
+        work = Path(tmp)
+        docs = make_docs(work / "docs", "a-", args.clients * args.per_client, args.pages, 0, args.scans)
+        check_distinct(docs)
+        print(f"load per server: {len(docs)} submits by {args.clients} clients ({args.pages} pages each), then "
+              f"{args.status_seconds:.0f} s of GET /v1/jobs/{{id}} by {args.clients} clients; "
+              f"{args.audit_compare} rounds of audit off and on")
+        bare, audited = middleware_cost_us()
+        print(f"request path, in process: {bare:.1f} µs bare, {audited:.1f} µs inside AuditTrail: "
+              f"+{audited - bare:.1f} µs a request")
+        in_process: dict[bool, list[float]] = {False: [], True: []}
+        for r in range(args.audit_compare):
+            for audit in ((False, True) if r % 2 == 0 else (True, False)):
+                in_process[audit].append(in_process_per_s(work / f"inproc{r}-{audit}", audit, args.in_process_requests))
+        ratios = [b / a for a, b in zip(in_process[False], in_process[True], strict=True)]
+        print(f"real app in process, {args.in_process_requests} GET /v1/jobs a run: off "
+              f"{statistics.median(in_process[False]):.0f}/s, on {statistics.median(in_process[True]):.0f}/s, "
+              f"ratio {statistics.median(in_process[True]) / statistics.median(in_process[False]):.3f} "
+              f"(per round {min(ratios):.3f} … {max(ratios):.3f})", flush=True)
+        runs = []
+        try:
+            for r in range(args.audit_compare):
+                for audit in ((False, True) if r % 2 == 0 else (True, False)):
+                    runs.append(audit_run(work / f"round{r}-{'on' if audit else 'off'}", args, docs, audit, deadline))
+                    print(f"  round {r + 1}, audit {'on' if audit else 'off'}: done", flush=True)
+        except BenchFailure as exc:
+            print(f"\nFAILED: {exc}", file=sys.stderr)
+            return 1
+        report_audit([run for i in range(0, len(runs), 2) for run in sorted(runs[i:i + 2], key=lambda x: x.audit)])
+    return 0
+
+
 # --- main --------------------------------------------------------------------
 
 
@@ -478,6 +704,11 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--timeout", type=float, default=3600, help="seconds for the whole run")
     ap.add_argument("--ready-timeout", type=float, default=300, help="seconds to wait for /readyz")
     ap.add_argument("--no-cli", action="store_true", help="skip the CLI baseline")
+    ap.add_argument("--audit-compare", type=int, default=0, metavar="N",
+                    help="measure the audit trail instead: N rounds of a server with service.audit off and on")
+    ap.add_argument("--status-seconds", type=float, default=10.0, help="--audit-compare: seconds of status requests")
+    ap.add_argument("--in-process-requests", type=int, default=2000,
+                    help="--audit-compare: requests per in-process run")
     args = ap.parse_args()
     if min(args.clients, args.per_client, args.wave, args.max_queued, args.workers) < 1 or args.pages < 3 \
             or args.scans < 0 or args.jobs < 0:
@@ -489,6 +720,8 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> int:
     args = parse_args()
+    if args.audit_compare:
+        return audit_compare(args)
     deadline = time.monotonic() + args.timeout
     print(f"$ python {shlex.join(sys.argv)}")
     with tempfile.TemporaryDirectory(prefix="longdoc-load-") as tmp:

@@ -1,5 +1,5 @@
 """Command line: ``longdoc parse``, ``longdoc config show``, ``longdoc --version``;
-the service commands (serve, submit, worker, keys) are in :mod:`longdoc.cli_service`.
+the service commands (serve, submit, worker, keys, audit) are in :mod:`longdoc.cli_service`.
 
 Errors are translated to messages and exit codes in one place,
 :func:`main`; commands raise :class:`~longdoc.errors.LongdocError`.
@@ -26,6 +26,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Long documen
 config_app = typer.Typer(no_args_is_help=True, help="Inspect the configuration.")
 app.add_typer(config_app, name="config")
 app.add_typer(cli_service.keys_app, name="keys")
+app.add_typer(cli_service.audit_app, name="audit")
 app.command()(cli_service.serve)
 app.command()(cli_service.submit)
 app.command()(cli_service.worker)

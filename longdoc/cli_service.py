@@ -1,4 +1,5 @@
-"""Service commands: ``longdoc serve``, ``longdoc submit``, ``longdoc worker``, ``longdoc keys``."""
+"""Service commands: ``longdoc serve``, ``longdoc submit``, ``longdoc worker``, ``longdoc keys``,
+``longdoc audit``."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ import typer
 
 from longdoc.config import load_settings
 from longdoc.durations import format_duration, parse_duration
-from longdoc.errors import EXIT_PARTIAL, KeyNotFound, Unauthorized
+from longdoc.errors import EXIT_PARTIAL, InvalidOption, KeyNotFound, Unauthorized
 from longdoc.export import FILE_NAMES
 
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="YAML config file (DESIGN §6 shape).")]
 keys_app = typer.Typer(no_args_is_help=True, help="Manage API keys (admin; talks to the database directly).")
+audit_app = typer.Typer(no_args_is_help=True, help="Read the access audit trail (admin; talks to the database "
+                        "directly).")
 
 
 def serve(
@@ -130,15 +133,22 @@ def submit(
         raise typer.Exit(worst)
 
 
-def _repo(config: Path | None):
-    """The settings and a KeyRepo on their database (migrated)."""
+def _sessions(config: Path | None):
+    """The settings and a session factory on their database (migrated)."""
     from longdoc.jobs import db
-    from longdoc.jobs.repo import KeyRepo
 
     settings = load_settings(config)
     engine = db.make_engine(settings.database.url)
     db.migrate(engine)
-    return settings, KeyRepo(db.session_factory(engine))
+    return settings, db.session_factory(engine)
+
+
+def _repo(config: Path | None):
+    """The settings and a KeyRepo on their database (migrated)."""
+    from longdoc.jobs.repo import KeyRepo
+
+    settings, sessions = _sessions(config)
+    return settings, KeyRepo(sessions)
 
 
 def _when(moment: datetime | None) -> str:
@@ -212,3 +222,25 @@ def keys_revoke(key_id: Annotated[str, typer.Argument()], config: ConfigOpt = No
     if not keys.revoke(key_id):
         raise KeyNotFound(f"No key {key_id!r}.")
     typer.echo(f"revoked {key_id}")
+
+
+@audit_app.command("list")
+def audit_list(
+    tenant: Annotated[Optional[str], typer.Option("--tenant", help="Only this tenant's records.")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Only records at or after this ISO 8601 date "
+                                                 "or time (no zone = UTC).")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many records (1 … 1000).")] = 100,
+    config: ConfigOpt = None,
+) -> None:
+    """List audit records, newest first, one JSON object a line (who, from where, what, how it ended;
+    never the key or document contents)."""
+    from longdoc.jobs.audit import MAX_LIST_LIMIT, AuditRepo, audit_public
+    from longdoc.jobs.models import parse_utc
+
+    if not 1 <= limit <= MAX_LIST_LIMIT:
+        raise InvalidOption(f"--limit must be 1 … {MAX_LIST_LIMIT}, not {limit}.",
+                            hint="See `longdoc audit list --help`.")
+    after = parse_utc(since) if since is not None else None
+    _, sessions = _sessions(config)
+    for event in AuditRepo(sessions).list(tenant, after, limit):
+        typer.echo(json.dumps(audit_public(event)))

@@ -115,6 +115,15 @@ class ServiceSettings(_Section):
     def key_rotation_grace_delta(self) -> timedelta:
         """:attr:`key_rotation_grace` as a timedelta."""
         return parse_duration(self.key_rotation_grace, allow_zero=True)
+    audit: bool = Field(default=True, description="write an audit record (time, tenant, key id, client address, "
+                        "action, job id, HTTP status, error code; never document text or file contents) for "
+                        "every request that reads or changes a tenant's data, every admin action and every "
+                        "failed authentication, into the database table audit_events")
+    audit_queue_size: int = Field(default=10_000, ge=1, description="audit records waiting to be written; "
+                                  "when full, further records are dropped and counted in "
+                                  "longdoc_audit_records_dropped_total (the request itself goes on)")
+    audit_retention_days: float = Field(default=90.0, gt=0, description="audit records older than this are "
+                                        "deleted by the retention pass")
 
     @model_validator(mode="after")
     def _no_weak_admin_token(self) -> ServiceSettings:

@@ -156,6 +156,14 @@ class InvalidDuration(InvalidOption):
     code = "invalid_duration"
     hint = ("Write a whole number and a unit: `90d`, `12h`, `30m`, `45s`, or several from the largest unit "
             "down (`1d12h`); at most 3650 days.")
+class InvalidTime(LongdocError):
+    """A time that is not ISO 8601 (a filter such as ``since``)."""
+
+    code = "invalid_time"
+    http_status = 400
+    exit_code = EXIT_USAGE
+    hint = ("Give an ISO 8601 date or time, e.g. 2026-12-05, 2026-12-05T14:30:00Z or "
+            "2026-12-05T15:30:00+01:00; a date alone or a time without a zone is UTC.")
 
 
 class CallbackRefused(LongdocError):

@@ -61,6 +61,8 @@ class Metrics:
         self.workspace_limit_bytes = Gauge("longdoc_workspace_limit_bytes", "kv_cache_watermark × workspace budget", registry=r)
         self.webhook_attempts = Counter("longdoc_webhook_attempts", "Webhook delivery attempts", ["outcome"], registry=r)
         self.errors = Counter("longdoc_errors", "Errors returned to clients, by code", ["code"], registry=r)
+        self.audit_dropped = Counter("longdoc_audit_records_dropped", "Audit records not written (the writer's "
+                                     "queue full, or the database failing at shutdown)", registry=r)
 
     def mirror(self, name: str, doc: str, label: str, read: Callable[[], Mapping[str, float]]) -> None:
         """A gauge with one value per ``label`` value, read at scrape time."""

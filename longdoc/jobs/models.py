@@ -33,6 +33,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from longdoc.errors import InvalidTime
+
 MAX_IDEMPOTENCY_KEY = 255
 LANES = ("short", "long")
 PAGE_STATUSES = ("ok", "failed")
@@ -44,6 +46,22 @@ def new_id() -> str:
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def parse_utc(text: str) -> datetime:
+    """An ISO 8601 date or time as an aware UTC datetime: ``2026-12-05``
+    (midnight), ``2026-12-05T14:30``, ``…Z`` or ``…+01:00``; a date alone or
+    a time without a zone is taken as UTC. Raises InvalidTime."""
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except (ValueError, AttributeError):
+        raise InvalidTime(f"Not an ISO 8601 date or time: {text!r}.") from None
+    if value.tzinfo is None or value.utcoffset() is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00+01:00
+        raise InvalidTime(f"{text!r} is out of range in UTC.") from None
 
 
 class UTCDateTime(TypeDecorator[datetime]):

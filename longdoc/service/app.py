@@ -11,6 +11,11 @@ Uploads pass :class:`UploadGate` before the application reads a byte of
 their body: the API key is checked first (401 or 429 without reading the
 body, and the connection closed), then the declared size (413).
 
+With ``service.audit`` every request that reads or changes a tenant's data,
+every admin action and every failed authentication is recorded by
+:class:`~longdoc.service.audit.AuditTrail` (outside the upload gate, so its
+refusals are recorded too); the error handlers note their code for it.
+
 With ``service.admin_port`` the admin API is apart: :class:`AdminApart`
 answers 404 for /admin on the public listener, and for everything but
 /admin and /healthz on the admin listener (whose requests
@@ -33,8 +38,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from longdoc import __version__
 from longdoc.config import Settings
 from longdoc.errors import InvalidUpload, LongdocError, UploadTooLarge
+from longdoc.service import audit
 from longdoc.service.container import Container
-from longdoc.service.deps import AUTHENTICATED_KEY
+from longdoc.service.deps import AUTHENTICATED_KEY, authenticate
 from longdoc.service.routes import admin, console, jobs, ops
 
 log = logging.getLogger("longdoc.service")
@@ -78,6 +84,8 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
     app.add_exception_handler(Exception, _unexpected)
     limit = settings.limits.max_upload_mb * 2**20 + MULTIPART_OVERHEAD
     app.add_middleware(UploadGate, max_body_bytes=limit, max_upload_mb=settings.limits.max_upload_mb)
+    if settings.service.audit:
+        app.add_middleware(audit.AuditTrail)  # outside the gate: its refusals are recorded too
     if apart:
         app.add_middleware(AdminApart)  # outermost: a path a listener does not serve goes no further
     return app
@@ -96,6 +104,7 @@ def error_response(exc: LongdocError, *, close: bool = False) -> JSONResponse:
 
 async def _longdoc_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, LongdocError)
+    audit.note_error(request.scope, exc.code)
     container = getattr(request.app.state, "container", None)
     if container is not None:
         container.metrics.errors.labels(exc.code).inc()
@@ -107,6 +116,7 @@ async def _longdoc_error(request: Request, exc: Exception) -> JSONResponse:
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())[:2000]
+    audit.note_error(request.scope, "invalid_request")
     body = {"code": "invalid_request", "message": f"Invalid request: {problems}",
             "hint": "See the OpenAPI description at /docs.", "retryable": False, "context": {}}
     return JSONResponse(status_code=422, content={"error": body})
@@ -116,12 +126,17 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     if exc.status_code == 400 and request.url.path in UPLOAD_PATHS:  # the multipart body did not parse
         return await _longdoc_error(request, InvalidUpload(f"The upload is not valid multipart/form-data ({exc.detail})."))
+    audit.note_error(request.scope, _plain_code(exc.status_code))
     return _plain_error(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
+
+
+def _plain_code(status: int) -> str:
+    return {404: "not_found", 405: "method_not_allowed"}.get(status, "http_error")
 
 
 def _plain_error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     """An HTTP error that is not a LongdocError (404, 405, ...) in the same envelope."""
-    code = {404: "not_found", 405: "method_not_allowed"}.get(status, "http_error")
+    code = _plain_code(status)
     body = {"code": code, "message": message, "hint": "See the OpenAPI description at /docs.",
             "retryable": False, "context": {}}
     return JSONResponse(status_code=status, content={"error": body}, headers=headers)
@@ -175,7 +190,7 @@ class UploadGate:
         container = scope["app"].state.container
         authorization = headers.get(b"authorization", b"").decode("latin-1")
         client = scope["client"][0] if scope.get("client") else None
-        key = await run_in_threadpool(container.auth.authenticate, authorization, client)
+        key = await run_in_threadpool(authenticate, container.auth, scope, authorization, client)
         scope.setdefault("state", {})[AUTHENTICATED_KEY] = key
 
     async def _guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -250,6 +265,7 @@ class AdminApart:
 
 
 async def _metered(scope: Scope, exc: LongdocError) -> None:
+    audit.note_error(scope, exc.code)
     container = getattr(scope["app"].state, "container", None)
     if container is not None:
         container.metrics.errors.labels(exc.code).inc()

@@ -141,10 +141,19 @@ class Authenticator:
 
     def authenticate(self, authorization: str | None, client: str | None) -> ApiKey:
         """The key a ``Bearer`` header names, counted against its rate
-        limit. Raises RateLimited (this address failed too often, or the
-        key is over its limit), KeyExpired (a key past its expiry or its
-        grace period) or Unauthorized (no key, an unknown or revoked one).
-        An expired key counts as a failed attempt, as an unknown one does."""
+        limit: :meth:`identify`, then :meth:`check_rate`. Raises RateLimited
+        (this address failed too often, or the key is over its limit),
+        KeyExpired (a key past its expiry or its grace period) or
+        Unauthorized (no key, an unknown or revoked one)."""
+        key = self.identify(authorization, client)
+        self.check_rate(key)
+        return key
+
+    def identify(self, authorization: str | None, client: str | None) -> ApiKey:
+        """The key a ``Bearer`` header names, not yet counted against its
+        rate limit. Raises RateLimited (this address failed too often),
+        KeyExpired or Unauthorized (either failure counted against
+        ``client``, an expired key as an unknown one)."""
         client = client or UNKNOWN_CLIENT
         self._check_throttle(client)
         token = bearer(authorization)
@@ -156,7 +165,6 @@ class Authenticator:
         if key is None:
             self._failed(client)
             raise Unauthorized("Missing API key." if token is None else "Invalid or revoked API key.")
-        self._check_rate(key)
         return key
 
     def check_admin(self, authorization: str | None, client: str | None) -> None:
@@ -182,7 +190,8 @@ class Authenticator:
     def _failed(self, client: str) -> None:
         self._ask(self._limiter.hit, self._failures, "auth-failures", client)
 
-    def _check_rate(self, key: ApiKey) -> None:
+    def check_rate(self, key: ApiKey) -> None:
+        """Count a request of ``key``; raises RateLimited past its limit."""
         item = RateLimitItemPerMinute(key.rate_limit_per_minute or self.rate_per_minute)
         if not self._ask(self._limiter.hit, item, "key", key.id):
             raise RateLimited(f"Rate limit of {item.amount} requests per minute reached.",

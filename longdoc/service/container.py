@@ -1,6 +1,6 @@
 """Everything the API process runs on, built once at start-up and closed
 at shutdown: database, store, authentication, the job service, the
-dispatcher, metrics and the readiness state. Routes reach it through
+dispatcher, metrics, the audit trail's writer and the readiness state. Routes reach it through
 :mod:`longdoc.service.deps`.
 
 The API side never runs a page. Jobs run as tasks either way
@@ -19,6 +19,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from longdoc.config import Settings
 from longdoc.engines import check_engine_name, load_plugins
 from longdoc.errors import LongdocError
 from longdoc.jobs import db
+from longdoc.jobs.audit import AuditRepo, AuditWriter
 from longdoc.jobs.dispatch import Dispatcher
 from longdoc.jobs.lease import worker_id
 from longdoc.jobs.metrics import Metrics
@@ -50,6 +52,13 @@ SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "sample.pdf"
 WARMUP_PAGE = "4"  # a scanned page of the sample: a real page through the real engine
 
 
+class RetentionRun(NamedTuple):
+    """What one retention pass removed: jobs expired, audit records deleted."""
+
+    expired: int
+    audit_purged: int
+
+
 @dataclass
 class Readiness:
     warmed_up: bool = False
@@ -69,6 +78,10 @@ class Container:
         self.jobs = JobRepo(sessions, retention=timedelta(hours=settings.service.retention_hours))
         self.keys = KeyRepo(sessions)
         self.tasks = TaskRepo(sessions)
+        self.audit_events = AuditRepo(sessions)
+        #: the audit trail's writer (None with service.audit off)
+        self.audit = (AuditWriter(self.audit_events, queue_size=settings.service.audit_queue_size,
+                                  on_drop=self.metrics.audit_dropped.inc) if settings.service.audit else None)
         admin = settings.service.admin_token
         self.auth = Authenticator(self.keys, rate_per_minute=settings.service.rate_limit_per_minute,
                                   failures_per_minute=settings.service.auth_failures_per_minute,
@@ -112,6 +125,8 @@ class Container:
         out), give a job with no task its next one, start the pools, the
         reconciler, the outbox, warm up."""
         interval = self.settings.queue.reconcile_interval_seconds
+        if self.audit is not None:
+            self.audit.start()
         self._apply_store_retention()
         self._loops.append(Loop(self.run_retention, self._retention_interval(), "longdoc-retention").start())
         if self.runtime is None or self.transport is None:
@@ -148,6 +163,8 @@ class Container:
         if self.runtime is not None:
             self.runtime.pipeline.close()
         self.images.close()
+        if self.audit is not None:
+            self.audit.close()  # the last requests' records are written before the database goes
         self.db_engine.dispose()
 
     def notify_finished(self, job_id: str) -> None:
@@ -170,13 +187,18 @@ class Container:
             self.readiness.warmup_error = f"{type(exc).__name__}: {exc}"
             log.error("warm-up failed", extra={"error": self.readiness.warmup_error})
 
-    def run_retention(self) -> int:
-        """Expire finished jobs past their retention and delete their data."""
-        expired = self.jobs.expire_due(datetime.now(UTC))
+    def run_retention(self) -> RetentionRun:
+        """Expire finished jobs past their retention and delete their data;
+        delete audit records older than ``service.audit_retention_days``."""
+        now = datetime.now(UTC)
+        expired = self.jobs.expire_due(now)
         for job in expired:
             self.store.delete_prefix(keys.job_prefix(job.tenant, job.id))
             log.info("job expired", extra={"job_id": job.id, "tenant": job.tenant})
-        return len(expired)
+        purged = self.audit_events.purge(now - timedelta(days=self.settings.service.audit_retention_days))
+        if purged:
+            log.info("audit records purged", extra={"records": purged})
+        return RetentionRun(expired=len(expired), audit_purged=purged)
 
     def _apply_store_retention(self) -> None:
         """Where the store has its own expiry (an S3 lifecycle rule), set it

@@ -6,8 +6,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Request
+from starlette.types import Scope
 
+from longdoc.errors import KeyExpired, LongdocError
 from longdoc.jobs.models import ApiKey
+from longdoc.service import audit
+from longdoc.service.auth import Authenticator
 from longdoc.service.container import Container
 from longdoc.service.jobs_service import JobService
 
@@ -33,11 +37,30 @@ def client_address(request: Request) -> str | None:
     return request.client.host if request.client else None
 
 
+def authenticate(auth: Authenticator, scope: Scope, authorization: str | None, client: str | None) -> ApiKey:
+    """The caller's key (:meth:`Authenticator.authenticate`), noted for the
+    audit trail: its tenant and id once the key is known (a request over
+    its rate limit is recorded with them), or a failed authentication (an
+    expired key's with the tenant and id of the key)."""
+    try:
+        key = auth.identify(authorization, client)
+    except KeyExpired as exc:
+        audit.note_subject(scope, tenant=exc.context.get("tenant"), key_id=exc.context.get("key_id"))
+        audit.note_auth_failed(scope)
+        raise
+    except LongdocError:
+        audit.note_auth_failed(scope)
+        raise
+    audit.note_caller(scope, key)
+    auth.check_rate(key)
+    return key
+
+
 def current_key(request: Request, container: ContainerDep) -> ApiKey:
     key = getattr(request.state, AUTHENTICATED_KEY, None)  # an upload: authenticated before its body
     if key is None:
-        key = container.auth.authenticate(request.headers.get("authorization"), client_address(request))
-    request.state.tenant = key.tenant
+        key = authenticate(container.auth, request.scope, request.headers.get("authorization"),
+                           client_address(request))
     return key
 
 
@@ -45,7 +68,11 @@ KeyDep = Annotated[ApiKey, Depends(current_key)]
 
 
 def require_admin(request: Request, container: ContainerDep) -> None:
-    container.auth.check_admin(request.headers.get("authorization"), client_address(request))
+    try:
+        container.auth.check_admin(request.headers.get("authorization"), client_address(request))
+    except LongdocError:
+        audit.note_auth_failed(request.scope)
+        raise
 
 
 AdminDep = Depends(require_admin)

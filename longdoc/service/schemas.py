@@ -122,6 +122,22 @@ class KeyRotated(KeyCreated):
     replaces: KeyPublic = Field(description="the old key, now expiring at the end of its grace period")
 
 
+class AuditEventPublic(BaseModel):
+    """One audit record (:func:`longdoc.jobs.audit.audit_public`)."""
+
+    id: int
+    at: datetime
+    tenant: str | None = Field(description="the caller's tenant; for an admin action the tenant acted on")
+    key_id: str | None = Field(description="the caller's key id (never the key); for an admin action the key "
+                               "acted on")
+    client: str | None = Field(description="the client's address")
+    action: str = Field(description="job.submit, job.status, …, admin.keys.create, …, auth.failed")
+    job_id: str | None
+    status: int = Field(description="the HTTP status answered")
+    error_code: str | None = Field(description="the error's code when the answer was an error")
+    request_id: str | None = Field(description="the request's X-Request-ID, when it sent a well-formed one")
+
+
 class Readiness(BaseModel):
     ready: bool
     checks: dict[str, bool | int | str]

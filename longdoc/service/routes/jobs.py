@@ -15,6 +15,7 @@ from longdoc.errors import JobNotFinished
 from longdoc.export.formats import ExportFormat
 from longdoc.jobs.states import JobState
 from longdoc.model import Page
+from longdoc.service import audit
 from longdoc.service.deps import ContainerDep, JobsDep, KeyDep
 from longdoc.service.schemas import ErrorResponse, JobList, JobPublic, PageList
 
@@ -28,12 +29,13 @@ POLL_S = 0.25
 
 
 @router.post("/jobs", status_code=202, response_model=JobPublic, responses=ERRORS)
-def submit_job(response: Response, key: KeyDep, jobs: JobsDep, container: ContainerDep,
+def submit_job(request: Request, response: Response, key: KeyDep, jobs: JobsDep, container: ContainerDep,
                file: FileField, options: OptionsField = None, idempotency_key: IdemHeader = None) -> JobPublic:
     """Submit a document; 202 with the new job, 200 with an existing one
     (same Idempotency-Key, or same document and options)."""
     t0 = time.perf_counter()
     submitted = jobs.submit(key, file.file, file.filename or "upload", options, idempotency_key)
+    audit.note_job(request.scope, submitted.job.id)
     container.metrics.submit_seconds.observe(time.perf_counter() - t0)
     if submitted.existing:
         response.status_code = 200
@@ -170,6 +172,7 @@ async def parse_sync(request: Request, key: KeyDep, jobs: JobsDep, container: Co
         lambda: jobs.submit(key, file.file, file.filename or "upload", options, None,
                             max_pages=settings.sync_max_pages, priority_boost=5, ensure_format=format))
     job_id = submitted.job.id
+    audit.note_job(request.scope, job_id)
     deadline = time.monotonic() + settings.sync_timeout_seconds
     while time.monotonic() < deadline:
         job = await run_in_threadpool(jobs.get, key, job_id)
