@@ -168,6 +168,21 @@ def test_admin_actions_are_recorded(server):
                     ("admin.audit.list", 400, "invalid_time", None, None)]
 
 
+def test_a_rotation_and_an_expired_keys_attempts_are_recorded_with_the_key(server):
+    tag = uuid.uuid4().hex[:12]
+    admin = {**server.admin_headers(), **tagged(tag)}
+    old = server.request("POST", "/admin/keys", json={"tenant": "audit-rotate"}, headers=admin).json()
+    new = server.request("POST", f"/admin/keys/{old['id']}/rotate", json={"grace": "0s"}, headers=admin).json()
+    r = server.request("GET", "/v1/jobs", headers={"Authorization": f"Bearer {old['key']}", **tagged(tag)})
+    assert r.status_code == 401 and error_code(r) == "key_expired"
+    mine = [(r["action"], r["status"], r["error_code"], r["tenant"], r["key_id"])
+            for r in reversed(trail_in_db(server)) if r["request_id"] == tag]
+    assert mine == [("admin.keys.create", 201, None, "audit-rotate", old["id"]),
+                    ("admin.keys.rotate", 201, None, "audit-rotate", old["id"]),
+                    (AUTH_FAILED, 401, "key_expired", "audit-rotate", old["id"])]
+    assert old["key"] not in stored_values(server) and new["key"] not in stored_values(server)
+
+
 def test_public_endpoints_are_not_recorded(start_app):
     srv = start_app()
     for url in ("/healthz", "/readyz", "/metrics", "/v1/meta", "/console/", "/v1/no-such-thing"):
