@@ -145,13 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     except (typer.Abort, KeyboardInterrupt):
         typer.echo("interrupted; rerun the same command to resume", err=True)
         return 130
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return EXIT_USAGE
-        raise
+    except typer.TyperException as exc:  # usage errors (typer 0.29 parses with its own copy of click)
+        if not callable(getattr(exc, "show", None)):
+            raise
+        exc.show()
+        return EXIT_USAGE
     return rc if isinstance(rc, int) else 0
 
 
