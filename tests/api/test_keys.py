@@ -4,7 +4,6 @@ the grace period, longdoc_api_keys_expiring."""
 
 from __future__ import annotations
 
-import time
 from datetime import datetime, timedelta
 
 import httpx
@@ -12,7 +11,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.api.harness import InProcessServer
-from tests.service.helpers import error_code
+from tests.service.helpers import error_code, list_jobs, wait_refused
 
 EXPIRY_WAIT_S = 20.0
 
@@ -43,21 +42,6 @@ def listed(app: InProcessServer, key_id: str) -> dict:
         return next(k for k in admin.get("/admin/keys").json() if k["id"] == key_id)
 
 
-def jobs_status(app: InProcessServer, key: str) -> httpx.Response:
-    with app.http(key) as http:
-        return http.get("/v1/jobs")
-
-
-def wait_refused(app: InProcessServer, key: str) -> httpx.Response:
-    """The first answer to ``key`` that is not 200 (it is polled until then)."""
-    deadline = time.monotonic() + EXPIRY_WAIT_S
-    while True:
-        r = jobs_status(app, key)
-        if r.status_code != 200 or time.monotonic() > deadline:
-            return r
-        time.sleep(0.2)
-
-
 def at(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
@@ -75,11 +59,11 @@ def test_a_key_with_expires_in_works_then_gets_401_key_expired_with_a_hint(app):
     assert at(long["expires_at"]) == at(long["created_at"]) + timedelta(days=90)
     assert long["state"] == "active" and long["replaced_by"] is None
     short = create(app, expires_in="2s").json()
-    assert jobs_status(app, short["key"]).status_code == 200
-    assert_key_expired(wait_refused(app, short["key"]))
+    assert list_jobs(app, short["key"]).status_code == 200
+    assert_key_expired(wait_refused(app, short["key"], EXPIRY_WAIT_S))
     assert listed(app, short["id"])["state"] == "expired"
-    assert jobs_status(app, long["key"]).status_code == 200
-    r = jobs_status(app, "ld_" + "x" * 43)  # an unknown key still says unauthorized, not expired
+    assert list_jobs(app, long["key"]).status_code == 200
+    r = list_jobs(app, "ld_" + "x" * 43)  # an unknown key still says unauthorized, not expired
     assert r.status_code == 401 and error_code(r) == "unauthorized"
 
 
@@ -105,10 +89,10 @@ def test_a_rotated_key_works_for_its_grace_period_then_gets_401_key_expired(app)
     assert at(new["expires_at"]) == at(new["created_at"]) + timedelta(days=30)  # the old key's lifetime
     assert new["replaces"]["id"] == old["id"] and new["replaces"]["replaced_by"] == new["id"]
     assert at(new["replaces"]["expires_at"]) == at(new["created_at"]) + timedelta(seconds=2)
-    assert jobs_status(app, old["key"]).status_code == 200  # in its grace period
-    assert jobs_status(app, new["key"]).status_code == 200
-    assert_key_expired(wait_refused(app, old["key"]))
-    assert jobs_status(app, new["key"]).status_code == 200
+    assert list_jobs(app, old["key"]).status_code == 200  # in its grace period
+    assert list_jobs(app, new["key"]).status_code == 200
+    assert_key_expired(wait_refused(app, old["key"], EXPIRY_WAIT_S))
+    assert list_jobs(app, new["key"]).status_code == 200
     shown = listed(app, old["id"])
     assert (shown["state"], shown["replaced_by"]) == ("expired", new["id"])
 
@@ -120,9 +104,9 @@ def test_rotation_without_a_body_uses_the_default_grace_and_zero_grace_stops_the
     assert new["expires_at"] is None  # the old key never expired: neither does the new one
     newest = rotate(app, new["id"], {"grace": "0s", "expires_in": "12h"}).json()
     assert at(newest["expires_at"]) == at(newest["created_at"]) + timedelta(hours=12)
-    assert_key_expired(jobs_status(app, new["key"]))
-    assert jobs_status(app, old["key"]).status_code == 200  # its own grace runs on
-    assert jobs_status(app, newest["key"]).status_code == 200
+    assert_key_expired(list_jobs(app, new["key"]))
+    assert list_jobs(app, old["key"]).status_code == 200  # its own grace runs on
+    assert list_jobs(app, newest["key"]).status_code == 200
 
 
 def test_keys_that_cannot_be_rotated_and_bad_graces_are_refused_with_stable_codes(app):
@@ -152,8 +136,8 @@ def test_an_expired_key_counts_as_a_failed_authentication(start_app):
     old = create(srv).json()
     rotate(srv, old["id"], {"grace": "0s"})
     for _ in range(3):
-        assert_key_expired(jobs_status(srv, old["key"]))
-    r = jobs_status(srv, old["key"])
+        assert_key_expired(list_jobs(srv, old["key"]))
+    r = list_jobs(srv, old["key"])
     assert r.status_code == 429 and error_code(r) == "rate_limited"
 
 

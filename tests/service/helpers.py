@@ -64,3 +64,20 @@ def without_volatile(value: Any) -> Any:
     if isinstance(value, list):
         return [without_volatile(v) for v in value]
     return value
+
+
+def list_jobs(server, key: str) -> httpx.Response:
+    """``GET /v1/jobs`` with ``key``, on a served or an in-process server."""
+    with server.http(key) as http:
+        return http.get("/v1/jobs")
+
+
+def wait_refused(server, key: str, timeout: float) -> httpx.Response:
+    """The first answer to ``key`` that is not 200 (``GET /v1/jobs`` polled
+    until then, for at most ``timeout`` seconds): a key running out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = list_jobs(server, key)
+        if r.status_code != 200 or time.monotonic() > deadline:
+            return r
+        time.sleep(0.2)

@@ -6,7 +6,6 @@ over HTTP. No OCR model: nothing is parsed."""
 from __future__ import annotations
 
 import json
-import time
 from datetime import datetime, timedelta
 
 import httpx
@@ -14,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from longdoc.cli import main
 from tests.service.conftest import Server
-from tests.service.helpers import error_code
+from tests.service.helpers import error_code, list_jobs, wait_refused
 
 EXPIRY_WAIT_S = 30.0
 
@@ -27,20 +26,6 @@ def printed(stdout: str) -> tuple[dict[str, str], str]:
     """The ``name: value`` lines and the last line (the key) of a keys command."""
     lines = stdout.strip().splitlines()
     return dict(line.split(": ", 1) for line in lines[:-1]), lines[-1].strip()
-
-
-def status(srv: Server, key: str) -> httpx.Response:
-    with srv.http(key) as http:
-        return http.get("/v1/jobs")
-
-
-def wait_refused(srv: Server, key: str) -> httpx.Response:
-    deadline = time.monotonic() + EXPIRY_WAIT_S
-    while True:
-        r = status(srv, key)
-        if r.status_code != 200 or time.monotonic() > deadline:
-            return r
-        time.sleep(0.25)
 
 
 def assert_key_expired(r: httpx.Response) -> None:
@@ -67,20 +52,20 @@ def test_keys_expire_and_rotate_through_the_cli_and_the_served_api(start_server)
     assert old_fields["expires_at"] == "never"
     # a CLI run takes seconds here: each short-lived key is used as soon as it is made
     short_fields, short_key = printed(keys_cli(srv, "create", "--tenant", "acme", "--expires-in", "8s").stdout)
-    assert status(srv, short_key).status_code == 200
+    assert list_jobs(srv, short_key).status_code == 200
 
     new_fields, new_key = printed(keys_cli(srv, "rotate", old_fields["id"], "--grace", "8s").stdout)
-    assert status(srv, old_key).status_code == 200  # during its grace period
-    assert status(srv, new_key).status_code == 200
+    assert list_jobs(srv, old_key).status_code == 200  # during its grace period
+    assert list_jobs(srv, new_key).status_code == 200
     assert new_key.startswith("ld_") and new_key not in (old_key, long_key)
     assert (new_fields["tenant"], new_fields["replaces"]) == ("acme", old_fields["id"])
     assert new_fields["webhook_secret"] == old_fields["webhook_secret"]
     assert new_fields["old_key_expires_at"] != "never"
 
-    assert_key_expired(wait_refused(srv, short_key))
-    assert_key_expired(wait_refused(srv, old_key))  # after its grace period
-    assert status(srv, new_key).status_code == 200
-    assert status(srv, long_key).status_code == 200
+    assert_key_expired(wait_refused(srv, short_key, EXPIRY_WAIT_S))
+    assert_key_expired(wait_refused(srv, old_key, EXPIRY_WAIT_S))  # after its grace period
+    assert list_jobs(srv, new_key).status_code == 200
+    assert list_jobs(srv, long_key).status_code == 200
 
     rows = listed(srv)
     assert rows[short_fields["id"]]["state"] == "expired"
