@@ -66,6 +66,12 @@ class Console:
     def all(self, css: str) -> list:
         return self.driver.find_elements(By.CSS_SELECTOR, css)
 
+    def attrs(self, css: str, name: str) -> list:
+        """One attribute of every match, read in one script: a list the console
+        re-renders between two reads cannot go stale under the test."""
+        return self.driver.execute_script(
+            "return [...document.querySelectorAll(arguments[0])].map((e) => e.getAttribute(arguments[1]))", css, name)
+
     def wait_for(self, css: str, timeout: float = WAIT_S):
         return self.until(lambda d: (d.find_elements(By.CSS_SELECTOR, css) or [None])[0], timeout, f"no {css}")
 
@@ -141,7 +147,7 @@ def test_sign_in_upload_watch_view_page_and_download(server, console, sample_pdf
                   JOB_WAIT_S, "the job did not succeed")
     console.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#page-strip .cell.ok")) == 5,
                   what="five done page cells")
-    assert [c.get_attribute("data-page") for c in console.all("#page-strip .cell")] == ["1", "2", "3", "4", "5"]
+    assert console.attrs("#page-strip .cell", "data-page") == ["1", "2", "3", "4", "5"]
     assert console.find("#fig-pages").text == "5 / 5 pages"
     assert console.find("#fig-rate").text.endswith("pages/s") and console.find("#fig-rate").text[0].isdigit()
     assert int(console.find("#job-progress").get_attribute("value")) == 5
@@ -218,7 +224,7 @@ def test_pages_to_check_by_eye_are_marked_in_the_page_strip(start_server, consol
     assert cells["1"].get_attribute("title") == "page 1: ok" and cells["1"].get_attribute("data-review") == "no"
     colours = {n: c.value_of_css_property("background-color") for n, c in cells.items()}
     assert colours["4"] == colours["5"] != colours["1"]              # a distinct cell, not the done green
-    assert [li.get_attribute("data-page") for li in console.all("#review li")] == ["4", "5"]
+    assert console.attrs("#review li", "data-page") == ["4", "5"]
     assert "low_confidence" in console.find("#review li").text
     console.shot("review-pages")
     cells["5"].click()

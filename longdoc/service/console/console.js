@@ -349,19 +349,27 @@ function jobView(id) {
     refreshTimer = setTimeout(() => { refreshTimer = null; lastPagesLoad = Date.now(); loadPages(); }, wait);
   }
 
+  function pageCell(p) {
+    const why = p.status === "failed" && p.error ? ` (${p.error.code})` : "";
+    const flags = p.flags && p.flags.length ? ` · ${p.review ? "check by eye: " : ""}${p.flags.join(", ")}` : "";
+    const confidence = p.confidence != null ? ` · confidence ${p.confidence.toFixed(2)}` : "";
+    return h("a", { class: `cell ${p.status}${p.review ? " review" : ""}`, role: "listitem",
+      href: `#/jobs/${id}/pages/${p.number}`, title: `page ${p.number}: ${p.status}${why}${flags}${confidence}`,
+      dataset: { page: p.number, status: p.status, flags: (p.flags || []).join(" "), review: p.review ? "yes" : "no" } },
+      String(p.number));
+  }
+
   async function loadPages() {
     const seq = ++pagesSeq;
     try {
       const list = await getJSON(`/v1/jobs/${id}/pages`, { signal: controller.signal });
       if (seq !== pagesSeq) return;   // a later load is on its way
+      // a cell that has not changed stays the same element: no flicker, and a click or a focus on it survives the refresh
+      const shown = new Map([...strip.querySelectorAll("a.cell")].map((c) => [c.dataset.page, c]));
       strip.replaceChildren(...list.pages.map((p) => {
-        const why = p.status === "failed" && p.error ? ` (${p.error.code})` : "";
-        const flags = p.flags && p.flags.length ? ` · ${p.review ? "check by eye: " : ""}${p.flags.join(", ")}` : "";
-        const confidence = p.confidence != null ? ` · confidence ${p.confidence.toFixed(2)}` : "";
-        return h("a", { class: `cell ${p.status}${p.review ? " review" : ""}`, role: "listitem",
-          href: `#/jobs/${id}/pages/${p.number}`, title: `page ${p.number}: ${p.status}${why}${flags}${confidence}`,
-          dataset: { page: p.number, status: p.status, flags: (p.flags || []).join(" "), review: p.review ? "yes" : "no" } },
-          String(p.number));
+        const cell = pageCell(p);
+        const old = shown.get(String(p.number));
+        return old && old.outerHTML === cell.outerHTML ? old : cell;
       }));
       failures.replaceChildren(...list.pages.filter((p) => p.status === "failed").map((p) =>
         h("li", {}, h("a", { href: `#/jobs/${id}/pages/${p.number}` }, `page ${p.number}`), ": ",
