@@ -536,7 +536,11 @@ class JobRepo(_Repo):
         (nothing written) when the job is not running."""
         rows = [_page_row(job_id, p) for p in pages]
         with self._tx() as s:
-            if s.scalar(select(Job.state).where(Job.id == job_id)) != JobState.RUNNING.value:
+            # the job row is locked first: a concurrent report of other pages commits before this one
+            # counts, so the count sees its rows (PostgreSQL, read committed: counted under the lock,
+            # a report's snapshot would miss rows committed while it waited, and the job would end short)
+            state = s.scalar(select(Job.state).where(Job.id == job_id).with_for_update())
+            if state != JobState.RUNNING.value:
                 return False
             for row in rows:
                 s.merge(row)

@@ -3,9 +3,10 @@ starts, state transitions, retention, deliveries."""
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from threading import Barrier
+from threading import Barrier, Event
 
 import pytest
 
@@ -224,6 +225,35 @@ def test_progress_records_pages_and_overwrites_a_page_reported_again(jobs):
     pages = jobs.pages(job.id)
     assert [(p.page, p.status, p.text_source, p.error) for p in pages] == [
         (1, "ok", "ocr", None), (2, "ok", "text_layer", None)]
+
+
+def test_two_workers_reporting_pages_at_once_count_every_page(jobs, monkeypatch):
+    """Two group tasks report their pages together: the second waits for the
+    first's transaction, and ``pages_done`` counts both (on PostgreSQL the
+    second once counted from a snapshot taken before the first committed,
+    and a succeeded 600-page job said 597 pages done)."""
+    job, _ = submit(jobs)
+    jobs.start(job.id)
+    inside, release = Event(), Event()
+    update = JobRepo._update_running_in
+
+    def held_open(s, job_id, **values):   # the first report stops inside its transaction, its rows written
+        done = update(s, job_id, **values)
+        if not inside.is_set():
+            inside.set()
+            assert release.wait(30)
+        return done
+
+    monkeypatch.setattr(JobRepo, "_update_running_in", staticmethod(held_open))
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(jobs.progress, job.id, [{"page": n, "status": "ok"} for n in (1, 2, 3)])
+        assert inside.wait(30)
+        second = pool.submit(jobs.progress, job.id, [{"page": n, "status": "ok"} for n in (4, 5, 6)])
+        time.sleep(0.5)                   # the second report is now waiting on the first
+        release.set()
+        assert first.result(30) and second.result(30)
+    assert len(jobs.pages(job.id)) == 6
+    assert jobs.get_any(job.id).pages_done == 6
 
 
 @pytest.mark.parametrize("row", [{"page": 0, "status": "ok"}, {"page": 1, "status": "done"}, {"page": 1, "status": "ok", "x": 1}])
