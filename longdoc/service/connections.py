@@ -20,12 +20,21 @@ protocol class :func:`guarded_protocol` builds adds, per connection:
 
 Idle keep-alive connections still close after
 ``service.keep_alive_timeout_seconds`` (uvicorn's own timer).
+
+Every connection also gets ``TCP_NODELAY``. asyncio sets it only on sockets
+created with ``IPPROTO_TCP`` as their protocol, and the listening socket
+(``socket.create_server``, protocol 0) hands out accepted sockets without
+it: uvicorn writes a response's head and body separately, so on a kept-alive
+connection the body waited for the client's delayed ACK, and every request
+after a connection's first took 40 ms more (measured: 44 ms against 4 ms
+for ``/healthz``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,6 +83,7 @@ def guarded_protocol(policy: ConnectionPolicy) -> type[H11Protocol]:
             self._peer: str | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            _no_delay(transport)
             super().connection_made(transport)
             self._peer = self.client[0] if self.client else None
             if self._over_limit():
@@ -144,6 +154,13 @@ def guarded_protocol(policy: ConnectionPolicy) -> type[H11Protocol]:
                 self.transport.close()
 
     return GuardedH11Protocol
+
+
+def _no_delay(transport: asyncio.BaseTransport) -> None:
+    """Send what is written at once (no Nagle wait for the peer's ACK)."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 def _refuse(transport: asyncio.Transport) -> None:
