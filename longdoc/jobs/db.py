@@ -74,7 +74,9 @@ def make_engine(url: str, *, pool_size: int = 5, max_overflow: int = 10, pool_re
 
 
 def _sqlite_engine(url: URL) -> Engine:
-    kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False}, "pool_pre_ping": True}
+    # no pre-ping: a SQLite connection is a file, not a server link that can go stale (the ping was a
+    # SELECT 1 before every transaction)
+    kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False}}
     if url.database in (None, "", ":memory:"):
         kwargs["poolclass"] = StaticPool
     else:

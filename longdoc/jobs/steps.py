@@ -308,7 +308,7 @@ class TaskSteps:
         any number of processes."""
         if job is None or job.state not in (JobState.QUEUED.value, JobState.RUNNING.value):
             return []
-        rows = {t.name: t.state for t in self.tasks.of_job(job.id)}
+        rows = self.tasks.states(job.id)
         first = first_task(job.lane)
         if rows.get(first) != DONE:
             wanted = [first]

@@ -287,6 +287,13 @@ class TaskRepo(_Repo):
         with self._tx() as s:
             return list(s.scalars(select(JobTask).where(JobTask.job_id == job_id).order_by(JobTask.name)))
 
+    def states(self, job_id: str) -> dict[str, str]:
+        """``{task name: state}`` of every task of ``job_id`` (two columns,
+        no task objects: the scheduler reads them after every task)."""
+        with self._tx() as s:
+            rows = s.execute(select(JobTask.name, JobTask.state).where(JobTask.job_id == job_id))
+            return {name: state for name, state in rows}
+
     def open_count(self, job_id: str) -> int:
         """Tasks of ``job_id`` still queued or running."""
         with self._tx() as s:
