@@ -228,9 +228,9 @@ class Block(BaseModel):
         default=None, description="for tables: the cells, row by row (text holds them as tab-separated rows)"
     )
     continues: str | None = Field(
-        default=None, description="for a list or table continued over a page break: the id of the part "
-        "before this one (on the page before, or on an earlier page when the pages between hold nothing "
-        "else of the main text); this block holds the items or rows printed on its own page (a table's "
+        default=None, description="for a list, table or code listing continued over a page break: the id of "
+        "the part before this one (on the page before, or on an earlier page when the pages between hold "
+        "nothing else of the main text); this block holds the items, rows or lines printed on its own page (a table's "
         "rows numbered from 0 on this page, a repeated header row left out). None for a first part and "
         "any other block")
 

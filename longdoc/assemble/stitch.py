@@ -13,12 +13,11 @@ table.
 footnote, a figure, a caption or a table; *head* = the first such block of
 page N+1. Three things can happen at a seam:
 
-- **join** (the break cut a paragraph, a list item or a code listing): the
-  head's piece is appended to the tail — PARAGRAPH or LIST both, when
-  :func:`runs_on` says the text runs on, or CODE both. The joined block
-  keeps the tail's id, kind and box (its box on page N); its lines are the
-  tail's then the piece's (each Line keeps its own ``page``); its text is
-  ``join_pair(tail, piece)`` (``tail + "\\n" + head`` for code). When the
+- **join** (the break cut a paragraph or a list item): the head's piece
+  is appended to the tail — PARAGRAPH or LIST both, when :func:`runs_on`
+  says the text runs on. The joined block keeps the tail's id, kind and
+  box (its box on page N); its lines are the tail's then the piece's (each
+  Line keeps its own ``page``); its text is ``join_pair(tail, piece)``. When the
   head is a LIST that starts with the cut item's end and goes on with new
   items, only that first item's lines move; the rest stays on page N+1.
   Side notes anchored to a head that moved whole are re-anchored to the
@@ -26,6 +25,9 @@ page N+1. Three things can happen at a seam:
 - **list continued**: a LIST tail and, after any joined piece, a LIST head
   that starts new items: the head stays where it is, with ``continues`` =
   the tail's id.
+- **code continued**: a CODE tail and a CODE head (a listing printed over
+  a page break): the head stays where it is, with ``continues`` = the
+  tail's id; each page keeps the lines printed on it.
 - **table continued**: a TABLE with cells that ends page N (only furniture,
   side notes and footnotes after it) and a TABLE with cells that starts
   page N+1 (only furniture, side notes and captions before it) with the
@@ -35,8 +37,8 @@ page N+1. Three things can happen at a seam:
   are renumbered from 0, its text rebuilt from its cells; every cell of
   every part records its page (``TableCell.page``).
 
-Markdown writes a continued list or table as one (:mod:`longdoc.export.markdown`),
-the docling export as one group or table item; text, JSON and the per-page
+Markdown writes a continued list, table or listing as one (:mod:`longdoc.export.markdown`),
+the docling export a list or table as one group or table item; text, JSON and the per-page
 results keep each page's own blocks.
 
 Chains: when page N+1 holds nothing else of the main text after a join
@@ -49,7 +51,7 @@ each part is on its own page.
 
 Never joined or continued: across a FAILED page, across a gap in page
 numbers (a page range that skips pages), or into a heading, table, code or
-any other kind (a code block only joins a code block). Pages come out in
+any other kind (a code block only continues a code block). Pages come out in
 input order, each exactly once; input pages are not modified (changed pages
 are copies).
 """
@@ -130,19 +132,17 @@ def stitched_page(load: Callable[[int], Page | None], number: int) -> Page | Non
 
 def continues(tail: Block, head: Block) -> bool:
     """Whether ``head`` (top of the next page) goes on from ``tail``: joined
-    to it (:func:`joins`) or new items of its list (:func:`new_items`)."""
-    return new_items(tail, head) or joins(tail, head)
+    to it (:func:`joins`), new items of its list (:func:`new_items`) or the
+    rest of its listing (:func:`code_continues`)."""
+    return new_items(tail, head) or code_continues(tail, head) or joins(tail, head)
 
 
 def joins(tail: Block, head: Block) -> bool:
     """Whether ``head`` starts with the end of what the break cut in
-    ``tail``: both CODE (a listing over a page break), or both PARAGRAPH or
-    LIST and the head's text runs on from the tail's
-    (:func:`~longdoc.layout.text.runs_on`: a broken word "exam-", or no
-    sentence end and a lowercase start, or CJK on both sides; never a head
-    that starts with a list marker). A CODE block joins only a CODE block."""
-    if tail.kind is BlockKind.CODE or head.kind is BlockKind.CODE:
-        return tail.kind is head.kind
+    ``tail``: both PARAGRAPH or LIST and the head's text runs on from the
+    tail's (:func:`~longdoc.layout.text.runs_on`: a broken word "exam-",
+    or no sentence end and a lowercase start, or CJK on both sides; never
+    a head that starts with a list marker). CODE never joins."""
     if tail.kind not in FLOWING or head.kind not in FLOWING:
         return False
     return runs_on(tail.text, head.text)
@@ -152,6 +152,11 @@ def new_items(tail: Block, head: Block) -> bool:
     """Whether ``head`` starts new items of the list ``tail``: both LIST,
     the head's text starting with a list marker."""
     return tail.kind is BlockKind.LIST and head.kind is BlockKind.LIST and has_list_marker(head.text)
+
+
+def code_continues(tail: Block, head: Block) -> bool:
+    """Whether ``head`` goes on with the listing ``tail``: both CODE."""
+    return tail.kind is BlockKind.CODE and head.kind is BlockKind.CODE
 
 
 def tables_continue(tail: Block, head: Block) -> bool:
@@ -174,7 +179,7 @@ def _seam(owner: Page, last: Page, page: Page, headers: dict[str, list[str]]) ->
     tail, head = _edge(owner, LOOKED_PAST, last=True), _edge(page, LOOKED_PAST, last=False)
     if tail is None or head is None:
         return None
-    if new_items(tail, head):
+    if new_items(tail, head) or code_continues(tail, head):
         return owner, _replace(page, head, head.model_copy(update={"continues": tail.id})), None
     if not joins(tail, head):
         return None
@@ -239,12 +244,8 @@ def _join(owner: Page, page: Page, tail: Block, head: Block) -> tuple[Page, Page
     part."""
     split = _split_item(head) if head.kind is BlockKind.LIST else None
     piece, remainder = split if split is not None else (head, None)
-    if tail.kind is BlockKind.CODE:
-        text = f"{tail.text.rstrip()}\n{head.text.strip(chr(10))}"
-    else:
-        text = join_pair(tail.text, piece.text)
     joined = tail.model_copy(update={
-        "text": text,
+        "text": join_pair(tail.text, piece.text),
         "lines": [*tail.lines, *piece.lines],
         "source_pages": sorted({*tail.source_pages, *piece.source_pages}),
     })

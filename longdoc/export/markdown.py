@@ -17,14 +17,15 @@ Furniture (headers, footers, page numbers) is left out; it is in the JSON.
 With ``furniture=True`` (export.furniture keep) it is kept as plain text
 where it stands: headers before the page's body, footers after.
 
-A list or table continued over a page break (a block whose ``continues``
-names the part before it) is one list or one table in the document's
-Markdown (:class:`MarkdownJoiner`): the items or rows printed on the next
-page go on directly under those of the page before — no blank line, no
-header row or rule again (a pipe table's rows; inside the same
-``<table>`` for an HTML one) — and that page's ``<!-- page N -->`` comes
-right after the list or table ends, since a blank line or a comment
-between them would end a pipe table or split a list in two. One page
+A list, table or code listing continued over a page break (a block whose
+``continues`` names the part before it) is one list, table or fenced block
+in the document's Markdown (:class:`MarkdownJoiner`): the items, rows or
+lines printed on the next page go on directly under those of the page
+before — no blank line, no header row or rule again (a pipe table's rows;
+inside the same ``<table>`` for an HTML one; inside the same fence for a
+listing) — and that page's ``<!-- page N -->`` comes right after the list,
+table or listing ends, since a blank line or a comment between them would
+end a pipe table, split a list in two or put the comment in the code. One page
 alone (:func:`page_markdown`, the per-page result) shows its own part: a
 list's items, a table's rows under an empty header row (or an HTML table
 of its rows).
@@ -51,9 +52,14 @@ def code_markdown(code: str) -> str:
     of backticks inside (three at least); blank lines at either end dropped,
     indentation kept."""
     code = code.strip("\n").rstrip()
-    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
-    fence = "`" * max(3, longest + 1)
+    fence = _fence_for(code)
     return f"{fence}\n{code}\n{fence}"
+
+
+def _fence_for(code: str) -> str:
+    """Backticks longer than any run of them in ``code``, three at least."""
+    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
+    return "`" * max(3, longest + 1)
 
 
 def block_markdown(block: Block) -> str:
@@ -155,18 +161,19 @@ def _marker(page: Page) -> list[str]:
 class MarkdownJoiner:
     """The document's Markdown, page by page: ``page(p)`` gives the text to
     append for each page in order, ``close()`` what ends it. A page without
-    a list or table continued from the page before gives what
+    a list, table or listing continued from the page before gives what
     :func:`page_markdown` gives (after a blank line); one whose first block
-    goes on from the list or table that ended the text so far gives its
-    items or rows first, directly under it, and its marker after them (see
-    the module docstring). Holds the last list or table written and the
-    markers waiting for it to end."""
+    goes on from the one that ended the text so far gives its
+    items, rows or lines first, directly under it, and its marker after
+    them (see the module docstring). Holds the last list, table or listing
+    written and the markers waiting for it to end."""
 
     def __init__(self, *, furniture: bool = False) -> None:
         self.furniture = furniture
         self._started = False
-        self._open: Block | None = None      # the list or table the text ends with
+        self._open: Block | None = None      # the list, table or listing the text ends with
         self._html = False                   # the open table is an HTML one (its "</table>" not written yet)
+        self._fence = ""                     # the open listing's fence (its closing one not written yet)
         self._markers: list[str] = []        # markers waiting for the open list or table to end
 
     def page(self, page: Page) -> str:
@@ -186,19 +193,24 @@ class MarkdownJoiner:
         open_ = self._open
         if open_ is None or block.continues != open_.id or block.kind is not open_.kind:
             return False
+        if block.kind is BlockKind.CODE:   # inside the open fence, unless a longer run of backticks needs its own
+            return len(_fence_for(block.text)) <= len(self._fence)
         return block.kind is BlockKind.LIST or (bool(block.cells) and (self._html or not spans(block.cells or [])))
 
     def _rows(self, block: Block) -> str:
         self._open = block
         if block.kind is BlockKind.LIST:
             return "\n".join(list_items(block))
+        if block.kind is BlockKind.CODE:
+            return block.text.strip("\n").rstrip()
         return table_rows_markdown(block.cells or [], as_html=self._html)
 
     def _end(self, blocks: list[tuple[Block, str]]) -> str:
-        """The open table's "</table>", the waiting markers, then ``blocks``
-        after a blank line; a list or table last among them stays open."""
-        out = "\n</table>" if self._html else ""
-        self._open, self._html = None, False
+        """The open table's "</table>" or listing's fence, the waiting
+        markers, then ``blocks`` after a blank line; a list, table or
+        listing last among them stays open."""
+        out = "\n</table>" if self._html else f"\n{self._fence}" if self._fence else ""
+        self._open, self._html, self._fence = None, False, ""
         parts = [*self._markers, *(md for _, md in blocks)]
         self._markers = []
         if not parts:
@@ -210,6 +222,9 @@ class MarkdownJoiner:
             self._html = last.kind is BlockKind.TABLE and spans(last.cells or [])
             if self._html:
                 text = text.removesuffix("\n</table>")
+        elif last is not None and last.kind is BlockKind.CODE:
+            self._open, self._fence = last, _fence_for(last.text)
+            text = text.removesuffix(f"\n{self._fence}")
         out += ("\n\n" if self._started else "") + text
         self._started = True
         return out

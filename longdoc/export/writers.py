@@ -7,8 +7,8 @@ with ``close(status, errors, timings)``. Each format is written to
 on a successful close; ``abort()`` removes the partial files.
 
 - ``md``, ``txt``: the main text, page by page (furniture too when
-  ``context.furniture``); Markdown writes a list or table continued over a
-  page break as one (:class:`~longdoc.export.markdown.MarkdownJoiner`);
+  ``context.furniture``); Markdown writes a list, table or code listing
+  continued over a page break as one (:class:`~longdoc.export.markdown.MarkdownJoiner`);
 - ``json``: the :class:`~longdoc.model.Document` schema, written
   incrementally (header fields, then ``"pages": [ … ]`` one page at a time,
   then status, review pages — those :meth:`~longdoc.model.Page.needs_review`

@@ -312,17 +312,23 @@ def test_tables_with_different_columns_or_text_between_them_stay_apart():
     assert len([b for p in stitch([p1, p2]) for b in p.blocks if b.kind is K.TABLE]) == 2
 
 
-def test_a_listing_continued_over_a_page_break_is_one_code_block_with_its_lines():
+def test_a_listing_continued_over_a_page_break_keeps_each_pages_lines_on_that_page():
     tail, head = "int main(void)\n{\n    int x = 0;", "    x = run(x);\n    return x;\n}"
     p1 = _page(1, (K.PARAGRAPH, "The program is short:"), (K.CODE, tail), (K.PAGE_NUMBER, "1"))
     p2 = _page(2, (K.CODE, head), (K.PARAGRAPH, "It returns what it ran."))
     out = list(stitch([p1, p2]))
-    assert _main(out[0]) == ["The program is short:", f"{tail}\n{head}"]
-    merged = out[0].main_blocks()[1]
-    assert merged.kind is K.CODE and merged.source_pages == [1, 2]
-    assert [(l.page, l.text) for l in merged.lines] == [(1, t) for t in tail.split("\n")] + [
-        (2, t) for t in head.split("\n")]
-    assert _main(out[1]) == ["It returns what it ran."]
+    assert _main(out[0]) == ["The program is short:", tail]
+    assert _main(out[1]) == [head, "It returns what it ran."]
+    first, rest = out[0].main_blocks()[1], out[1].main_blocks()[0]
+    assert first.source_pages == [1] and first.continues is None
+    assert rest.kind is K.CODE and rest.continues == first.id and rest.source_pages == [2]
+    assert [l.page for l in rest.lines] == [2, 2, 2]
+    # a listing over three pages: each part names the one before it
+    p3 = _page(3, (K.CODE, "/* the end */"))
+    out = list(stitch([p1, _page(2, (K.CODE, head)), p3]))
+    parts = [p.main_blocks()[-1] for p in out]
+    assert [b.continues for b in parts] == [None, parts[0].id, parts[1].id]
+    assert stitched_page({1: p1, 2: _page(2, (K.CODE, head)), 3: p3}.get, 3).main_blocks()[0].continues == "p2-b0"
 
 
 @pytest.mark.parametrize(
@@ -333,6 +339,6 @@ def test_a_listing_continued_over_a_page_break_is_one_code_block_with_its_lines(
         ((K.LIST, "• step one"), (K.CODE, "- step two")),
     ],
 )
-def test_code_never_joins_a_paragraph_or_a_list(tail, head):
+def test_code_never_joins_or_continues_a_paragraph_or_a_list(tail, head):
     out = list(stitch([_page(1, tail), _page(2, head)]))
     assert _main(out[0]) == [tail[1]] and _main(out[1]) == [head[1]]

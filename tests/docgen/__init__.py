@@ -14,7 +14,8 @@ two_column          full-width title, two columns, page numbers
 side_note           one page, margin note beside paragraph 2 (order p1 p2 note p3)
 long_textlayer      N pages fast (1,000 in seconds) for memory benchmarks
 code_listing        one page: prose, an indented C listing in a monospace font,
-                    prose with an inline monospace word (a ListingDoc)
+                    prose with an inline monospace word (a ListingDoc); or
+                    two pages, the listing over the page break
 rasterize           image-only PDF of a document (same page sizes, no text layer)
 sideways            the same, each page scanned turned by 90, 180 or 270 degrees
 to_tiff / to_png    multi-page TIFF / single-page PNG

@@ -67,21 +67,41 @@ class ListingDoc:
     after: str
 
 
-def code_listing(tmp_dir: str | Path) -> ListingDoc:
-    """Write ``code_listing.pdf`` into ``tmp_dir`` (see the module docstring)."""
+#: where a page's body ends, and its page number's line box
+BOTTOM, FOLIO = A4[1] - 90.0, A4[1] - 60.0
+
+
+def code_listing(tmp_dir: str | Path, *, break_after: int | None = None) -> ListingDoc:
+    """Write ``code_listing.pdf`` into ``tmp_dir`` (see the module docstring).
+    With ``break_after`` = k the document has two pages, each with its page
+    number at the foot: the listing's first k rows end page 1 (prose fills
+    the page above them) and its other rows start page 2, the paragraph
+    after them below."""
     canvas = Canvas(A4, ("sans", "sansbold", "mono"))
     pdf = canvas.pdf
     pdf.add_page()
     y = TOP
     y = _lines(canvas, [HEADING_TEXT], HEADING, LEFT, y) + 6
-    y = _lines(canvas, [" ".join(ws) for ws in wrap_words(canvas, BEFORE.split(), PROSE, WIDTH)], PROSE, LEFT, y)
+    before = BEFORE
+    rows = LISTING.split("\n")
+    if break_after is not None:
+        room = BOTTOM - break_after * CODE.leading - LISTING_GAP
+        while y + len(wrap_words(canvas, (before + " " + BEFORE).split(), PROSE, WIDTH)) * PROSE.leading <= room:
+            before = before + " " + BEFORE
+    y = _lines(canvas, [" ".join(ws) for ws in wrap_words(canvas, before.split(), PROSE, WIDTH)], PROSE, LEFT, y)
     y += LISTING_GAP
     pitch = canvas.width(" ", CODE)
-    for row in LISTING.split("\n"):
+    for i, row in enumerate(rows):
+        if i == break_after:
+            _draw(canvas, "1", PROSE, A4[0] / 2, FOLIO)
+            pdf.add_page()
+            y = TOP
         if row.strip():
             indent = len(row) - len(row.lstrip(" "))
             _draw(canvas, row.strip(), CODE, LEFT + CODE_INDENT + indent * pitch, y)
         y += CODE.leading
+    if break_after is not None:
+        _draw(canvas, "2", PROSE, A4[0] / 2, FOLIO)
     y += LISTING_GAP
     rest = wrap_words(canvas, AFTER_TAIL.split(), PROSE, WIDTH,
                       first_indent=canvas.width(f"{AFTER_HEAD} {INLINE_WORD} ", PROSE))
@@ -93,7 +113,7 @@ def code_listing(tmp_dir: str | Path) -> ListingDoc:
     out.parent.mkdir(parents=True, exist_ok=True)
     pdf.output(str(out))
     after = " ".join([AFTER_HEAD, INLINE_WORD, AFTER_TAIL])
-    return ListingDoc(out, HEADING_TEXT, BEFORE, LISTING, after)
+    return ListingDoc(out, HEADING_TEXT, before, LISTING, after)
 
 
 def _lines(canvas: Canvas, rows: list[str], style: Style, x: float, y: float) -> float:

@@ -15,7 +15,7 @@ import pytest
 from longdoc.config import load_settings
 from longdoc.export.chunks import ChunkWriter, count_tokens
 from longdoc.export.markdown import block_markdown, code_markdown
-from longdoc.export.text import page_text
+from longdoc.export.text import PAGE_SEPARATOR, page_text
 from longdoc.model import BBox, Block, BlockKind, Document, Line, Page
 from longdoc.pipeline import ParseOptions, Pipeline
 from tests.docgen import code_listing
@@ -23,10 +23,7 @@ from tests.docgen import code_listing
 FORMATS = ("json", "md", "txt", "chunks", "docling")
 
 
-@pytest.fixture(scope="module")
-def parsed(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("code")
-    generated = code_listing(folder)
+def _parse(folder, generated):
     settings = load_settings(None, overrides={"inference": {"workers": 1, "ocr": "off"}})
     with Pipeline(settings) as pipeline:
         pipeline.parse(generated.pdf_path, folder / "out", ParseOptions.from_settings(settings, formats=FORMATS))
@@ -34,6 +31,22 @@ def parsed(tmp_path_factory):
            for fmt, suffix in (("json", ".json"), ("md", ".md"), ("txt", ".txt"), ("chunks", ".chunks.jsonl"),
                                ("docling", ".docling.json"))}
     return generated, Document.model_validate_json(out["json"]), out
+
+
+@pytest.fixture(scope="module")
+def parsed(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("code")
+    return _parse(folder, code_listing(folder))
+
+
+#: the listing's rows that end page 1 of the two-page document (its comment block included)
+ON_PAGE_1 = 7
+
+
+@pytest.fixture(scope="module")
+def across(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("code-across")
+    return _parse(folder, code_listing(folder, break_after=ON_PAGE_1))
 
 
 def test_the_listing_is_one_code_block_with_its_lines_and_indentation(parsed):
@@ -126,3 +139,22 @@ def test_a_listing_over_the_budget_is_split_between_lines_each_part_fenced():
     parts = [c["text"] for c in chunks]
     assert all(p.startswith("```\n") and p.endswith("\n```") for p in parts)
     assert [row for p in parts for row in p.split("\n")[1:-1]] == rows      # every line, whole, in order
+
+
+def test_a_listing_over_a_page_break_keeps_each_page_s_lines_on_that_page(across):
+    generated, doc, out = across
+    rows = generated.listing.split("\n")
+    head, tail = "\n".join(rows[:ON_PAGE_1]).rstrip("\n"), "\n".join(rows[ON_PAGE_1:])
+    code = [[b for b in page.main_blocks() if b.kind is BlockKind.CODE] for page in doc.pages]
+    assert [[b.text for b in blocks] for blocks in code] == [[head], [tail]]
+    first, rest = code[0][0], code[1][0]
+    assert rest.continues == first.id and first.continues is None
+    assert first.source_pages == [1] and rest.source_pages == [2]
+    pages = out["txt"].split(PAGE_SEPARATOR)
+    assert len(pages) == 2 and head in pages[0] and tail in pages[1] and generated.after in pages[1]
+    # Markdown: one fence, the page-2 marker after it
+    md = out["md"]
+    assert f"\n```\n{generated.listing.strip()}\n```\n" in md and md.count("```") == 2
+    assert md.index("<!-- page 2 -->") > md.index(rows[-1]) and md.index("<!-- page 2 -->") < md.index(generated.after)
+    chunks = [json.loads(line) for line in out["chunks"].splitlines()]
+    assert {p for c in chunks if rest.id in c["block_ids"] for p in range(c["pages"][0], c["pages"][1] + 1)} >= {2}

@@ -153,3 +153,37 @@ def test_list_items_prov_follows_their_lines_when_an_item_wraps(tmp_path):
     first, second = (ref.resolve(doc) for ref in doc.groups[0].children)
     assert (first.prov[0].bbox.t, first.prov[0].bbox.b) == (792 - 100, 792 - 122)
     assert (second.prov[0].bbox.t, second.prov[0].bbox.b) == (792 - 124, 792 - 134)
+
+
+def _code_pages(last: str = "}") -> list[Page]:
+    return [
+        _page(1, (K.PARAGRAPH, "The program:"), (K.CODE, "int main(void)\n{\n    int x = 0;"), (K.PAGE_NUMBER, "1")),
+        _page(2, (K.HEADER, "Guide"), (K.CODE, "    x = run(x);"), (K.PAGE_NUMBER, "2")),
+        _page(3, (K.CODE, f"    return x;\n{last}"), (K.PARAGRAPH, "It returns what it ran.")),
+    ]
+
+
+def test_a_listing_over_three_pages_is_one_fence_in_markdown_and_each_page_s_lines_everywhere_else(tmp_path):
+    out = _export(tmp_path, _code_pages())
+    md = out["md"]
+    assert "```\nint main(void)\n{\n    int x = 0;\n    x = run(x);\n    return x;\n}\n```\n\n" in md  # one fence
+    assert md.count("```") == 2
+    assert md.index("<!-- page 2 -->") > md.index("    return x;") and md.index("<!-- page 3 -->") < md.index("It ret")
+    assert [p.strip("\n") for p in out["txt"].split(PAGE_SEPARATOR)] == [
+        "The program:\n\nint main(void)\n{\n    int x = 0;", "    x = run(x);", "    return x;\n}\n\nIt returns what it ran."]
+    pages = json.loads(out["json"])["pages"]
+    code = [(b["id"], b["continues"], b["source_pages"]) for p in pages for b in p["blocks"] if b["kind"] == "code"]
+    assert code == [("p1-b1", None, [1]), ("p2-b1", "p1-b1", [2]), ("p3-b0", "p2-b1", [3])]
+    chunks = [json.loads(line) for line in out["chunks"].splitlines()]
+    assert [c["pages"] for c in chunks] == [[1, 3]] and "    x = run(x);" in chunks[0]["text"]
+    docling = json.loads(out["docling"])
+    code_items = [t for t in docling["texts"] if t["label"] == "code"]
+    assert [[p["page_no"] for p in t["prov"]] for t in code_items] == [[1], [2], [3]]
+    # one page alone: its own lines, fenced
+    assert page_markdown(list(stitch(_code_pages()))[1]) == "<!-- page 2 -->\n\n```\n    x = run(x);\n```"
+
+
+def test_a_later_part_with_a_longer_backtick_run_gets_its_own_fence(tmp_path):
+    md = _export(tmp_path, _code_pages(last="} // ``` ends here"), formats=("md",))["md"]
+    assert "```\nint main(void)\n{\n    int x = 0;\n    x = run(x);\n```" in md
+    assert "````\n    return x;\n} // ``` ends here\n````" in md
