@@ -20,7 +20,6 @@ from longdoc.config import FurnitureMode, OcrMode, dump_settings, load_settings
 from longdoc.errors import EXIT_PARTIAL, EXIT_USAGE, InvalidOption, LongdocError
 from longdoc.export.formats import DEFAULT_FORMATS, FORMATS, LABELS
 from longdoc.model import DocumentStatus
-from longdoc.pipeline import ParseOptions, Pipeline
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Long documents to structured text in reading order.")
 config_app = typer.Typer(no_args_is_help=True, help="Inspect the configuration.")
@@ -84,6 +83,8 @@ def parse(
         raise InvalidOption(f"--ocr must be auto, force or off, not {ocr!r}.")
     if furniture is not None and furniture not in get_args(FurnitureMode):
         raise InvalidOption(f"--furniture must be keep or drop, not {furniture!r}.")
+    from longdoc.pipeline import ParseOptions, Pipeline  # here: the service and key commands start without it
+
     settings = load_settings(config, overrides={"inference": {
         "ocr": ocr, "dpi": dpi, "engine": engine, "page_chunk_size": chunk_size,
         "chunk_overlap": overlap, "workers": workers, "regions": regions,

@@ -13,7 +13,7 @@ import typer
 from longdoc.config import load_settings
 from longdoc.durations import format_duration, parse_duration
 from longdoc.errors import EXIT_PARTIAL, InvalidOption, KeyNotFound, Unauthorized
-from longdoc.export import FILE_NAMES
+from longdoc.export.formats import FILE_NAMES
 
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="YAML config file (DESIGN §6 shape).")]
 keys_app = typer.Typer(no_args_is_help=True, help="Manage API keys (admin; talks to the database directly).")
