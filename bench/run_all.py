@@ -22,6 +22,7 @@ RUNS = [
     ["kv_scaling.py", "--json", "kv_scaling.json", "--png", "kv_scaling.png"],
     ["service_load.py", "--clients", "8", "--per-client", "4", "--scans", "4", "--jobs", "0"],
     ["fleet.py", "--json", "bench/results/fleet.json"],
+    ["long_job.py", "--rounds", "2", "--chunks", "4,16"],
 ]
 
 
