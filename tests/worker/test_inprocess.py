@@ -59,10 +59,10 @@ class HeldSteps:
             self._cv.notify_all()
         while not gate.is_set():
             if self.stopping.wait(0.02):
-                self.tasks.release(lease)
-                with self._cv:
+                with self._cv:  # recorded first: a stop stops waiting once the row is released
                     self.put_back.append(key)
                     self._gates.pop(key, None)
+                self.tasks.release(lease)
                 return "stopped"
         with self._cv:
             _, end_job = self._gates[key]
