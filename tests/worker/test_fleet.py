@@ -25,7 +25,8 @@ from tests.service.helpers import accepted, submit, wait_terminal
 from tests.worker.conftest import wait_for
 
 RECORD = re.compile(r"Record (\d+)\.")
-#: 210 pages in 14 groups (stride 15): enough tasks to kill one mid-document, few enough to stay quick
+#: the fault tests read the 120-page document in 8 groups (stride 15): enough tasks to kill one
+#: mid-document, few enough to stay quick
 LARGER_GROUPS = {"page_chunk_size": 16, "chunk_overlap": 1}
 #: the queue bound of the burst test (it sends five times as many, 16 at a time)
 BURST_BOUND = 40
@@ -35,11 +36,6 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def doc_120(tmp_path_factory):
     return long_textlayer(tmp_path_factory.mktemp("fleet-docs"), pages=120, seed=5)
-
-
-@pytest.fixture(scope="module")
-def doc_210(tmp_path_factory):
-    return long_textlayer(tmp_path_factory.mktemp("fleet-docs-long"), pages=210, seed=7)
 
 
 def every_page_once_in_order(http: httpx.Client, job_id: str, pages: int) -> str:
@@ -112,52 +108,52 @@ def _local_env(fleet) -> dict[str, str]:
     return {**os.environ, "LONGDOC_QUEUE__BACKEND": "embedded"}
 
 
-def test_a_worker_killed_mid_document_loses_and_duplicates_no_page(start_fleet, doc_210):
+def test_a_worker_killed_mid_document_loses_and_duplicates_no_page(start_fleet, doc_120):
     fleet = start_fleet(workers=2, inference=LARGER_GROUPS)
     key = fleet.create_key("kill9")
     with fleet.api.http(key) as http:
-        job = accepted(submit(http, doc_210.pdf_path, {"formats": ["txt", "json"]}))
+        job = accepted(submit(http, doc_120.pdf_path, {"formats": ["txt", "json"]}))
         name, owner = wait_for(lambda: running_task(fleet, job["id"]), 60, "a page group running")
         victim = worker_holding(fleet, owner)
         victim.kill9()
         done_at_kill = len(page_rows(fleet, job["id"]))
         final = wait_terminal(http, job["id"], timeout=240)
         assert final["state"] == "succeeded", final
-        assert done_at_kill < 210
-        every_page_once_in_order(http, job["id"], 210)
-    assert page_rows(fleet, job["id"]) == list(range(1, 211))
+        assert done_at_kill < 120
+        every_page_once_in_order(http, job["id"], 120)
+    assert page_rows(fleet, job["id"]) == list(range(1, 121))
     state, attempts, worker = tasks_of(fleet, job["id"])[name]
     assert state == "done" and attempts >= 2 and worker != owner, (name, state, attempts, worker)
     survivor = next(w for w in fleet.workers if w is not victim)
     assert "task taken back from a silent worker" in survivor.log_text()
 
 
-def test_a_broker_restart_mid_document_loses_no_task(start_fleet, doc_210):
+def test_a_broker_restart_mid_document_loses_no_task(start_fleet, doc_120):
     fleet = start_fleet(workers=2, inference=LARGER_GROUPS)
     key = fleet.create_key("redis")
     with fleet.api.http(key) as http:
-        job = accepted(submit(http, doc_210.pdf_path, {"formats": ["txt", "json"]}))
-        wait_for(lambda: 0 < len(page_rows(fleet, job["id"])) < 105, 60, "the document half way")
+        job = accepted(submit(http, doc_120.pdf_path, {"formats": ["txt", "json"]}))
+        wait_for(lambda: 0 < len(page_rows(fleet, job["id"])) < 60, 60, "the document half way")
         fleet.restart_redis()   # every queued message is gone with it
         final = wait_terminal(http, job["id"], timeout=240)
         assert final["state"] == "succeeded", final
-        every_page_once_in_order(http, job["id"], 210)
-    assert page_rows(fleet, job["id"]) == list(range(1, 211))
+        every_page_once_in_order(http, job["id"], 120)
+    assert page_rows(fleet, job["id"]) == list(range(1, 121))
     assert any("reconciled" in w.log_text() for w in fleet.workers)
 
 
-def test_an_api_restart_mid_document_changes_nothing_for_the_job(start_fleet, doc_210):
+def test_an_api_restart_mid_document_changes_nothing_for_the_job(start_fleet, doc_120):
     fleet = start_fleet(workers=2, inference=LARGER_GROUPS)
     key = fleet.create_key("api")
     with fleet.api.http(key) as http:
-        job = accepted(submit(http, doc_210.pdf_path, {"formats": ["txt", "json"]}))
-        wait_for(lambda: 0 < len(page_rows(fleet, job["id"])) < 105, 60, "the document half way")
+        job = accepted(submit(http, doc_120.pdf_path, {"formats": ["txt", "json"]}))
+        wait_for(lambda: 0 < len(page_rows(fleet, job["id"])) < 60, 60, "the document half way")
     fleet.api.kill9()
     fleet.api.start()
     with fleet.api.http(key) as http:
         final = wait_terminal(http, job["id"], timeout=240)
         assert final["state"] == "succeeded" and final["attempts"] == 0, final
-        every_page_once_in_order(http, job["id"], 210)
+        every_page_once_in_order(http, job["id"], 120)
     assert "job recovered" not in fleet.api.log_text()  # the API recovers nothing: the workers' leases are alive
 
 
