@@ -216,13 +216,14 @@ def test_every_log_line_is_json(guarded, guarded_key, sample_pdf):
 # --- admission ----------------------------------------------------------------------
 
 
-def test_the_queue_bound_is_exact_and_identical_uploads_make_one_job(start_server, sample_pdf, tmp_path):
+def test_the_queue_bound_is_exact_and_identical_uploads_make_one_job(start_server, long_doc, tmp_path):
     srv = start_server(service={"max_queued": 3, "max_concurrency": 1})
     key = srv.create_key("burst")
     docs = [pdf_with_pages(tmp_path / f"d{i}.pdf", [good_page(i)]) for i in range(12)]
     with srv.http(key) as http:
-        # long enough to hold the one worker while the burst arrives
-        running = accepted(submit(http, sample_pdf, {"pages": "1-5", "ocr": "force", "dpi": 300, "formats": ["txt"]}))
+        # long enough to hold the one worker while the burst arrives (600 pages), and stopped by the
+        # cancel at its next page group
+        running = accepted(submit(http, long_doc.pdf_path, {"formats": ["txt"]}))
         wait_for(http, running["id"], lambda j: j["state"] == "running")
         with ThreadPoolExecutor(12) as pool:
             answers = list(pool.map(lambda d: submit(srv.http(key), d), docs))
