@@ -155,13 +155,23 @@ class TaskSteps:
         rss = PeakRss()
         beat = Heartbeat(lambda: self.tasks.heartbeat(lease), self.settings.queue.lease_seconds / 3)
 
-        def held(confirm: bool = False) -> None:
+        def held(confirm: bool = False, undo: Callable[[], None] | None = None) -> None:
             """Raise LeaseLost unless this run still holds its task: checked
             before it writes what outlives the task (a group's checkpoint;
             with ``confirm``, in the database, the exports), so a run whose
             job was ended under it (the reconciler ends a job whose engine
-            never returned) writes nothing when it comes back."""
-            if beat.lost.is_set() or (confirm and not self.tasks.heartbeat(lease)):
+            never returned) writes nothing when it comes back.
+
+            With ``undo``, checked in the database *after* such a write (a
+            group's prepared pages, its checkpoint): if the job ended while
+            it was being written (a cancel seen by another task, a timeout,
+            a delete), ``undo`` removes it. The job's end removes its files
+            after it ends the job's tasks, so what was written before this
+            check is removed by the end, and what was written after, here:
+            nothing of an ended job stays in the store."""
+            if beat.lost.is_set() or ((confirm or undo is not None) and not self.tasks.heartbeat(lease)):
+                if undo is not None and self._ended(job_id):
+                    undo()
                 raise LeaseLost("The task's lease is gone (taken back, or its job ended); it writes nothing more.")
 
         try:
@@ -190,7 +200,7 @@ class TaskSteps:
         elif name == WHOLE:
             self._whole(job, control, rss, held)
         elif (rendering := render_index(name)) is not None:
-            self._render(job, rendering, control)
+            self._render(job, rendering, control, held)
         elif index is not None:
             self._group(job, index, control, held)
         elif name == ASSEMBLE:
@@ -242,18 +252,25 @@ class TaskSteps:
             log.info("job already finished", extra={"job_id": job.id})
         self.originals.forget(job.id)  # the job ended: no task of it needs the copy here
 
-    def _render(self, job: Job, index: int, control: Callable[[], None]) -> None:
+    def _render(self, job: Job, index: int, control: Callable[[], None], held: Held) -> None:
         """Leave in the store what group ``index`` needs (see :mod:`longdoc.jobs.prepared`)."""
         control()
         options = job_options(job)
         needs_context = options.ocr != "off" and self.pipeline.engine_capabilities(options.engine).needs_context
+        prefix = keys.work_prefix(job.tenant, job.id, index)
         with self._original(job) as original, \
                 self.pipeline.open_document(original, options, self._checkpoint(job), name=job.filename,
                                             begin=False) as doc:
             group = doc.groups[index]
+            held()
             prepare_group(doc.source, [doc.numbers[i] for i in group.owned], [doc.numbers[i] for i in group.context],
-                          options, needs_context, self.store, keys.work_prefix(job.tenant, job.id, index),
-                          TEXT_LAYER_VERSION)
+                          options, needs_context, self.store, prefix, TEXT_LAYER_VERSION)
+        held(undo=lambda: self.store.delete_prefix(prefix))
+
+    def _ended(self, job_id: str) -> bool:
+        """Whether the job is no longer running (ended, or deleted)."""
+        job = self.repo.get_any(job_id)
+        return job is None or job.state != JobState.RUNNING.value
 
     def _group(self, job: Job, index: int, control: Callable[[], None], held: Held) -> None:
         """Recognize, lay out and checkpoint one page group from what its
@@ -409,11 +426,16 @@ class _HeldCheckpoint(StoreCheckpoint):
 
     def begin(self, fingerprint: str) -> None:
         self._held()
+        if self._fingerprint() == fingerprint:
+            return  # resumed: nothing written
         super().begin(fingerprint)
+        self._held(undo=lambda: self.store.delete(self._key("manifest.json")))
 
     def save_group(self, group_index: int, pages: Iterable[Page], complete: bool) -> None:
         self._held()
+        pages = list(pages)
         super().save_group(group_index, pages, complete)
+        self._held(undo=lambda: self.forget_group(group_index, [p.number for p in pages]))
 
 
 def job_timed_out(settings: Settings) -> JobTimedOut:

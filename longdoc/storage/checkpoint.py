@@ -63,6 +63,13 @@ class StoreCheckpoint:
         if complete:
             self.store.put_bytes(self._group_key(group_index), b"")
 
+    def forget_group(self, group_index: int, numbers: Iterable[int]) -> None:
+        """Remove a group's marker, then the pages ``numbers`` (what
+        :meth:`save_group` wrote), as if it had never been saved."""
+        self.store.delete(self._group_key(group_index))
+        for number in numbers:
+            self.store.delete(self._page_key(number))
+
     def load_page(self, number: int) -> Page | None:
         try:
             data = self.store.get_bytes(self._page_key(number))
