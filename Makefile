@@ -11,19 +11,23 @@ sample:
 	@.venv/bin/longdoc parse longdoc/samples/sample.pdf -o out
 	@echo "outputs are in ./out (sample.md, sample.json, sample.txt)"
 
-# The suite runs on every core (pytest-xdist), a test file per worker at a time,
-# the slowest files first (tests/conftest.py); the 15 slowest tests are listed.
+# The suite runs one pytest-xdist worker more than there are cores (many tests
+# wait on servers, kills and timers: with a worker per core the cores were idle
+# part of the time), a test file per worker at a time, the slowest files first
+# (tests/conftest.py); the 15 slowest tests are listed.
+WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+
 test:
 	@scripts/system-deps.sh
 	@scripts/setup.sh test,torch
-	.venv/bin/python -m pytest -q -n auto --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
+	.venv/bin/python -m pytest -q -n $(WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
 # The fast tier: every test that needs no OCR or region model (tests/conftest.py
 # MODEL_FILES lists the others), in a few minutes.
 test-fast:
 	@scripts/system-deps.sh
 	@scripts/setup.sh test,torch
-	.venv/bin/python -m pytest -q -n auto --dist loadfile --fast --durations=10 $(PYTEST_ARGS)
+	.venv/bin/python -m pytest -q -n $(WORKERS) --dist loadfile --fast --durations=10 $(PYTEST_ARGS)
 
 bench:
 	@scripts/setup.sh test,torch
