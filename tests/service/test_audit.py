@@ -24,7 +24,7 @@ def audit_list(srv, *args: str) -> list[dict]:
 
 def test_trail_of_a_served_process_through_the_cli(start_server, report_doc):
     srv = start_server(service={"admin_port": free_port()})
-    a, b = srv.create_key("served-a"), srv.create_key("served-b")  # the CLI: not an HTTP request, not audited
+    a, b = srv.create_key("served-a", via="cli"), srv.create_key("served-b", via="cli")  # not audited
     with srv.http(a) as http:
         jid = accepted(submit(http, report_doc.pdf_path, {"formats": ["md"], "pages": "1"}))["id"]
         assert wait_terminal(http, jid)["state"] == "succeeded"
