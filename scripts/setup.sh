@@ -19,8 +19,11 @@ stamp=".venv/.installed-${extras:-base}"
 UV_VERSION=0.13.9
 
 # Packages go in with uv (pinned; it installs what pip would, from the same
-# places: pip's find-links and constraint files are passed on) in ~12 s where
-# pip takes ~90 s; with pip when uv cannot be had or fails.
+# places: pip's find-links and constraint files are passed on) in well under
+# a minute where pip takes ~90 s; with pip when uv cannot be had or fails.
+# --compile-bytecode: uv writes no .pyc files by default, and where
+# PYTHONDONTWRITEBYTECODE is set (as on CI's machines) every process would
+# compile every module it imports, each time: the suite took 1.5x as long.
 uv_args=()
 setup_installer() {
     if ! .venv/bin/python -m uv --version >/dev/null 2>&1; then
@@ -34,7 +37,7 @@ setup_installer() {
 }
 install() {  # install PIP-ARGS...
     if .venv/bin/python -m uv --version >/dev/null 2>&1 \
-        && .venv/bin/python -m uv pip install -q --python .venv/bin/python "${uv_args[@]}" "$@"; then
+        && .venv/bin/python -m uv pip install -q --compile-bytecode --python .venv/bin/python "${uv_args[@]}" "$@"; then
         return 0
     fi
     .venv/bin/python -m pip install -q "$@"
@@ -73,3 +76,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$0" -nt "$stamp" ]
         || echo "note: int8 recognizer not built; the engine builds it on first use or uses the float model" >&2
     touch "$stamp"
 fi
+# longdoc's own modules, compiled here: where PYTHONDONTWRITEBYTECODE is set,
+# every process (server, worker, CLI call, fork server) compiled them again on
+# import, ~0.5 s each (checked by mtime: an edited module is compiled in memory)
+.venv/bin/python -m compileall -q -j 0 longdoc >/dev/null || true
