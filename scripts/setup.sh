@@ -29,9 +29,10 @@ setup_installer() {
     if ! .venv/bin/python -m uv --version >/dev/null 2>&1; then
         .venv/bin/python -m pip install -q "uv==$UV_VERSION" >/dev/null 2>&1 || return 0
     fi
-    local links constraint
-    links=${PIP_FIND_LINKS:-$(.venv/bin/python -m pip config get global.find-links 2>/dev/null || true)}
-    constraint=${PIP_CONSTRAINT:-$(.venv/bin/python -m pip config get global.constraint 2>/dev/null || true)}
+    local config links constraint
+    config=$(.venv/bin/python -m pip config list 2>/dev/null || true)
+    links=${PIP_FIND_LINKS:-$(sed -n "s/^global\.find-links='\(.*\)'$/\1/p" <<<"$config")}
+    constraint=${PIP_CONSTRAINT:-$(sed -n "s/^global\.constraint='\(.*\)'$/\1/p" <<<"$config")}
     for l in $links; do uv_args+=(--find-links "$l"); done
     for c in $constraint; do if [ -f "$c" ]; then uv_args+=(--constraint "$c"); fi; done
 }
