@@ -426,9 +426,10 @@ class _HeldCheckpoint(StoreCheckpoint):
 
     def begin(self, fingerprint: str) -> None:
         self._held()
-        if self._fingerprint() == fingerprint:
-            return  # resumed: nothing written
         super().begin(fingerprint)
+
+    def _start_afresh(self, fingerprint: str) -> None:
+        super()._start_afresh(fingerprint)
         self._held(undo=lambda: self.store.delete(self._key("manifest.json")))
 
     def save_group(self, group_index: int, pages: Iterable[Page], complete: bool) -> None:

@@ -49,8 +49,11 @@ class StoreCheckpoint:
 
     def begin(self, fingerprint: str) -> None:
         """Start or resume; discards work made for another fingerprint."""
-        if self._fingerprint() == fingerprint:
-            return
+        if self._fingerprint() != fingerprint:
+            self._start_afresh(fingerprint)
+
+    def _start_afresh(self, fingerprint: str) -> None:
+        """Delete everything under the prefix, then write the manifest."""
         self.store.delete_prefix(self.prefix)
         self.store.put_bytes(self._key("manifest.json"), json.dumps({"fingerprint": fingerprint}).encode())
 
