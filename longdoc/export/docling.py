@@ -47,6 +47,7 @@ from typing import Any, TextIO
 
 from longdoc.export.markdown import list_items
 from longdoc.export.spans import piece_lines
+from longdoc.export.text import block_text
 from longdoc.model import BBox, Block, BlockKind, Line, Page
 
 SCHEMA_VERSION = "1.10.0"
@@ -338,7 +339,7 @@ def _item_text(block: Block) -> str:
     if block.kind is BlockKind.LIST:
         return block.text.strip()
     if block.kind is BlockKind.CODE:
-        return block.text.strip("\n").rstrip()
+        return block_text(BlockKind.CODE, block.text)
     return " ".join(block.text.split())
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import html
 import re
 
+from longdoc.export.text import block_text
 from longdoc.model import Block, BlockKind, Page, TableCell
 
 _BULLET = re.compile(r"^\s*(?:[-*•·◦▪‣–]\s+)")
@@ -51,7 +52,7 @@ def code_markdown(code: str) -> str:
     """``code`` as a fenced block: a fence of backticks longer than any run
     of backticks inside (three at least); blank lines at either end dropped,
     indentation kept."""
-    code = code.strip("\n").rstrip()
+    code = block_text(BlockKind.CODE, code)
     fence = _fence_for(code)
     return f"{fence}\n{code}\n{fence}"
 
@@ -202,7 +203,7 @@ class MarkdownJoiner:
         if block.kind is BlockKind.LIST:
             return "\n".join(list_items(block))
         if block.kind is BlockKind.CODE:
-            return block.text.strip("\n").rstrip()
+            return block_text(BlockKind.CODE, block.text)
         return table_rows_markdown(block.cells or [], as_html=self._html)
 
     def _end(self, blocks: list[tuple[Block, str]]) -> str:
