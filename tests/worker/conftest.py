@@ -94,15 +94,18 @@ class Worker:
         self.proc.wait(30)
 
     def stop(self) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+        self.signal_stop()
         self.wait_stopped()
+
+    def signal_stop(self) -> None:
+        """SIGTERM the worker, if it runs (a warm shutdown: see :meth:`wait_stopped`)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
 
     def wait_stopped(self) -> None:
         """Wait (20 s at most) for a worker sent SIGTERM, then kill what is left of its group."""
-        assert self.proc is not None
+        if self.proc is None:
+            return
         try:
             self.proc.wait(20)
         except subprocess.TimeoutExpired:
@@ -181,13 +184,11 @@ class Fleet:
         """SIGTERM every worker and the API at once, then wait for each (a warm
         shutdown takes seconds; one after the other they added up)."""
         for w in self.workers:
-            if w.proc is not None and w.proc.poll() is None:
-                w.proc.send_signal(signal.SIGTERM)
+            w.signal_stop()
         if self.api.proc is not None and self.api.proc.poll() is None:
             self.api.proc.send_signal(signal.SIGTERM)
         for w in self.workers:
-            if w.proc is not None:
-                w.wait_stopped()
+            w.wait_stopped()
         self.api.stop()
         self.redis.stop()
 
