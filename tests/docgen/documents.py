@@ -419,7 +419,7 @@ def _crossing_phrase(text: str, offset: int) -> str:
     return phrase if normalize_ws(text).count(phrase) == 1 else f"{left} {right}"
 
 
-def long_textlayer(tmp_dir: str | Path, pages: int = 100, *, seed: int = 0) -> GeneratedDoc:
+def long_textlayer(tmp_dir: str | Path, pages: int = 100, *, seed: int = 0, brief: bool = False) -> GeneratedDoc:
     """``pages`` A4 pages of born-digital text, fast (1,000 pages in a few seconds):
     ``long_textlayer_<pages>.pdf``.
 
@@ -427,7 +427,9 @@ def long_textlayer(tmp_dir: str | Path, pages: int = 100, *, seed: int = 0) -> G
     (no paragraph crosses a page), footer "Page n". The first paragraph of
     page n starts "Record n." so pages can be told apart. All ground-truth
     fields are filled exactly; ``order_checks`` are ("Record n.", "Record n+1.")
-    for every page break.
+    for every page break. ``brief``: one paragraph of two sentences a page
+    (``long_textlayer_<pages>_brief.pdf``; a few lines, quick to OCR once
+    rasterized).
     """
     if pages < 1:
         raise ValueError("pages must be >= 1")
@@ -439,9 +441,13 @@ def long_textlayer(tmp_dir: str | Path, pages: int = 100, *, seed: int = 0) -> G
     for p in range(pages):
         if p:
             flow.next_page()
+        if brief:
+            w.paragraph([f"Record {p + 1}.", *prose.sentences(2)])
+            continue
         w.paragraph([f"Record {p + 1}.", *prose.sentences(prose.rng.randint(3, 5))])
         for _ in range(prose.rng.randint(1, 2)):
             w.paragraph(prose.sentences(prose.rng.randint(3, 5)))
     checks = [(f"Record {n}.", f"Record {n + 1}.") for n in range(1, pages)]
     furniture = _header_footer(canvas, pages, LONG_HEADER, lambda n: f"Page {n}", SMALL, 50, A4[1] - 40, 72)
-    return _finish(canvas, flow, pages, furniture, _out(tmp_dir, f"long_textlayer_{pages}.pdf"), checks, "en")
+    name = f"long_textlayer_{pages}{'_brief' if brief else ''}.pdf"
+    return _finish(canvas, flow, pages, furniture, _out(tmp_dir, name), checks, "en")
