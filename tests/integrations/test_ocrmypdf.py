@@ -14,6 +14,7 @@ import pytest
 from fpdf import FPDF
 from PIL import Image, ImageChops
 
+from tests.docgen import long_textlayer
 from tests.docgen.codes import available_fonts, code_pages
 from tests.docgen.dense import typeset
 from tests.docgen.raster import office_scan
@@ -60,8 +61,10 @@ def test_the_plugin_makes_a_searchable_pdfa_of_a_scan(born, ocrmypdf, tmp_path):
     assert not misread, f"{len(misread)} of {len(codes)} codes misread: {misread}"
 
 
-def test_a_page_scanned_sideways_comes_out_upright_with_rotate_pages(born, ocrmypdf, tmp_path):
-    pdf, english, _ = born
+def test_a_page_scanned_sideways_comes_out_upright_with_rotate_pages(ocrmypdf, tmp_path):
+    # a page of a few lines: a sideways page is read three times over (as it lies, then turned either way)
+    doc = long_textlayer(tmp_path / "doc", pages=1, brief=True)
+    pdf, english = doc.pdf_path, doc.main_text
     sideways = _render(pdf, 1, DPI).rotate(90, expand=True)   # fed to the scanner turned a quarter to the left
     _image_pdf(sideways, tmp_path / "sideways.pdf")
 
