@@ -40,7 +40,7 @@ def test_a_checkpoint_is_loaded_only_when_every_weight_file_matches_its_manifest
     assert err.value.code == "model_files_invalid"
 
 
-def _parse(tmp_path, checkpoint, fallback):
+def _parse(tmp_path, checkpoint, fallback, *args):
     config = tmp_path / "native.yaml"
     config.write_text(
         "inference:\n  engine: native\n  page_chunk_size: 3\n  chunk_overlap: 1\n  regions: false\n"
@@ -48,7 +48,7 @@ def _parse(tmp_path, checkpoint, fallback):
         f"    top_pages: 2\n    top_blocks: 4\n    fallback_engine: {fallback}\n")
     out = tmp_path / "out"
     run = subprocess.run([sys.executable, "-m", "longdoc.cli", "parse", str(SAMPLE), "--ocr", "force",
-                          "--config", str(config), "-o", str(out), "-q"], capture_output=True, text=True, timeout=600)
+                          "--config", str(config), "-o", str(out), "-q", *args], capture_output=True, text=True, timeout=600)
     return run, json.loads((out / "sample.json").read_text())
 
 
@@ -67,14 +67,15 @@ def test_cli_parses_a_pdf_with_the_native_engine_and_says_which_pages_the_model_
 
 @pytest.mark.slow
 def test_pages_the_model_did_not_finish_are_read_by_the_fallback_engine(tmp_path, tiny_checkpoint):
-    run, doc = _parse(tmp_path, tiny_checkpoint, "rapidocr")
+    # two pages: RapidOCR reading the sample's five at 200 dpi was most of this test's time
+    run, doc = _parse(tmp_path, tiny_checkpoint, "rapidocr", "--pages", "1-2")
     assert run.returncode == 0, run.stderr
-    assert [p["number"] for p in doc["pages"]] == [1, 2, 3, 4, 5]
+    assert [p["number"] for p in doc["pages"]] == [1, 2]
     for page in doc["pages"]:
         assert page["status"] == "ok" and page["produced_by"] == "fallback:rapidocr"
         assert page["recovery"][0] == "cut at 12 tokens"
         assert page["flags"][:2] == ["fallback", "truncated"]   # then what the fallback's reading shows, if anything
-    assert doc["review_pages"] == [1, 2, 3, 4, 5]
+    assert doc["review_pages"] == [1, 2]
     assert "Review of Operations" in (tmp_path / "out" / "sample.txt").read_text()
 
 
