@@ -18,24 +18,25 @@ import pikepdf
 import pytest
 
 from longdoc.storage.checkpoint import folder_checkpoint
-from tests.docgen import english_report, rasterize, sideways
+from tests.docgen import english_report, long_textlayer, rasterize, sideways
 from tests.export.test_page_labels import cli
 
 A4 = (595.28, 841.89)
 
 
 def four_kinds(folder: Path) -> Path:
-    """Page 1 born-digital, page 2 a 200-dpi scan, page 3 a scan fed in
-    sideways (turned 90° clockwise), page 4 blank."""
+    """Page 1 born-digital, page 2 a 200-dpi scan, page 3 a scan of a few
+    lines fed in sideways (turned 90° clockwise: read three times over),
+    page 4 blank."""
     born = english_report(folder, pages=3, seed=11)
     scan = rasterize(born, 200, folder / "scan.pdf")
-    turned = sideways(born, 200, folder / "turned.pdf")
+    turned = sideways(long_textlayer(folder, pages=1, brief=True), 200, folder / "turned.pdf")
     out = folder / "four-kinds.pdf"
     with pikepdf.new() as pdf, pikepdf.open(born.pdf_path) as a, pikepdf.open(scan.pdf_path) as b, \
             pikepdf.open(turned.pdf_path) as c:
         pdf.pages.append(a.pages[0])
         pdf.pages.append(b.pages[1])
-        pdf.pages.append(c.pages[2])
+        pdf.pages.append(c.pages[0])
         pdf.add_blank_page(page_size=A4)
         pdf.save(out)
     return out
