@@ -29,7 +29,7 @@ RECORD = re.compile(r"Record (\d+)\.")
 #: mid-document, few enough to stay quick
 LARGER_GROUPS = {"page_chunk_size": 16, "chunk_overlap": 1}
 #: the queue bound of the burst test (it sends five times as many, 16 at a time)
-BURST_BOUND = 40
+BURST_BOUND = 20
 pytestmark = pytest.mark.slow
 
 
