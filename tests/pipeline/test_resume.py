@@ -19,8 +19,8 @@ from tests.pipeline.fakes import CountingFakeEngine, PageFailingFakeEngine, Stop
 from tests.pipeline.helpers import load_doc, txt
 
 #: what is redone or resumed is the point here, not how well a page reads: pages of a few lines (each
-#: starts "Record n."), read at 100 dpi without the region models (the 26 pages these tests recognize
-#: took 55 s on 2 cores as full report pages at 100 dpi)
+#: starts "Record n."), read at 100 dpi without the region models (with full report pages this file
+#: ran 56 s alone on 2 cores, 24 s with these)
 OPTS = ParseOptions(ocr="force", dpi=100, page_chunk_size=2, chunk_overlap=1, regions=False)
 
 

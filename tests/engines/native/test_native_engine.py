@@ -48,7 +48,8 @@ def _parse(tmp_path, checkpoint, fallback, *args):
         f"    top_pages: 2\n    top_blocks: 4\n    fallback_engine: {fallback}\n")
     out = tmp_path / "out"
     run = subprocess.run([sys.executable, "-m", "longdoc.cli", "parse", str(SAMPLE), "--ocr", "force",
-                          "--config", str(config), "-o", str(out), "-q", *args], capture_output=True, text=True, timeout=600)
+                          "--config", str(config), "-o", str(out), "-q", *args],
+                         capture_output=True, text=True, timeout=600)
     return run, json.loads((out / "sample.json").read_text())
 
 
