@@ -57,6 +57,16 @@ def wait_terminal(http: httpx.Client, job_id: str, timeout: float = WAIT_TIMEOUT
     return wait_for(http, job_id, lambda j: j["state"] in TERMINAL, timeout, seen)
 
 
+def wait_logged(server, text: str, count: int = 1, timeout: float = WAIT_TIMEOUT_S) -> None:
+    """Wait until ``server``'s log holds ``text`` ``count`` times: a line
+    logged after the state change a client sees (the reconciler writes the
+    job's end, then says so) may come a moment after that state."""
+    deadline = time.monotonic() + timeout
+    while server.log_text().count(text) < count:
+        assert time.monotonic() < deadline, f"{text!r} logged fewer than {count} times:\n{server.log_text()[-3000:]}"
+        time.sleep(0.2)
+
+
 def without_volatile(value: Any) -> Any:
     """``value`` with timings and timestamps removed at every depth."""
     if isinstance(value, dict):
