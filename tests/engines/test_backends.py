@@ -217,3 +217,30 @@ def test_a_model_that_misreads_at_openvinos_own_precision_is_compiled_again_in_f
     assert "32" in str(compiled.get_property("INFERENCE_PRECISION_HINT"))
     assert rapidocr_worker.calibration_problem(model, "rec") is None
     assert any("misreads" in r.getMessage() for r in caplog.records)
+
+
+@needs_openvino
+def test_a_recognizer_on_openvino_reads_each_line_as_on_onnx_runtime():
+    """The small recognizer as the engine installs it (``ctc.install``), in
+    float32 on OpenVINO, gives every line the text and scores it gets on ONNX
+    Runtime: the runtime may change the speed, never the reading. Padding
+    each line's width up to a bucket of 64 pixels (as OpenVINO's reading did,
+    to reuse compiled shapes) changed the model's reading of the whole line:
+    digit groups ran together ("3980 7651" read "39807651") and the code test
+    misread 4 of 168 codes on a Xeon with AMX, against 2 unpadded."""
+    import numpy as np
+    from rapidocr.ch_ppocr_rec.typings import TextRecInput
+
+    from longdoc.engines.rapidocr import ctc
+    from longdoc.engines.rapidocr import worker as rapidocr_worker
+
+    image = np.ascontiguousarray(rapidocr_worker.calibration_image()[..., ::-1])
+    crops = [np.ascontiguousarray(image[top:bottom, : 300 + 97 * i]) for i, (top, bottom)
+             in enumerate(rapidocr_worker.CALIBRATION_LINES)]  # widths that are no multiple of 64
+    read = {}
+    for runtime in backends.BACKENDS:
+        recognizer = ctc.install(_recognizer(runtime, "f32"))
+        read[runtime] = [(res.txts[0], res.scores[0]) for res in
+                         (recognizer(TextRecInput(img=[crop])) for crop in crops)]
+    assert [t for t, _ in read["openvino"]] == [t for t, _ in read["onnxruntime"]]
+    assert np.allclose([s for _, s in read["openvino"]], [s for _, s in read["onnxruntime"]], atol=1e-4), read

@@ -99,41 +99,12 @@ class MarginDecode:
                            tuple(int(c) for c in cols), len(idx) * coverage)
 
 
-#: OpenVINO input widths are rounded up to a multiple of this many pixels
-WIDTH_STEP = 64
-
-
-class WidthBuckets:
-    """Stands where a recognizer's OpenVINO session stands and pads every
-    input's width (the line crop resized to 48 pixels high, ``N × 3 × 48 ×
-    W``) up to a multiple of :data:`WIDTH_STEP` with what RapidOCR pads
-    with (zeros after normalizing), then drops the frames the padding made.
-    OpenVINO prepares a compiled model per input shape, and every line of a
-    page is a new width: on six real pages the small recognizer's share of
-    a page took 16% less time in buckets of 64 (the whole page 1.66 s →
-    1.39 s), the shapes repeating from the first pages on."""
-
-    def __init__(self, session: Any, step: int = WIDTH_STEP) -> None:
-        self.session, self.step = session, step
-
-    def __call__(self, batch: np.ndarray) -> np.ndarray:
-        width = batch.shape[3]
-        padded = -(-width // self.step) * self.step
-        if padded == width:
-            return self.session(batch)
-        pad = np.zeros((*batch.shape[:3], padded - width), dtype=batch.dtype)
-        out = self.session(np.concatenate([batch, pad], axis=3))
-        return out[:, : round(out.shape[1] * width / padded)]
-
-    def __getattr__(self, name: str) -> Any:  # have_key, get_character_list, …
-        return getattr(self.session, name)
-
-
 def install(recognizer: Any) -> Any:
     """Make a RapidOCR ``TextRecognizer`` decode with :class:`MarginDecode`
-    (same text and scores) and, on OpenVINO, read in :class:`WidthBuckets`;
-    returns it."""
+    (same text and scores); returns it. Each line is read at its own width
+    on every runtime: padding it to a bucket of widths (fewer shapes for
+    OpenVINO to compile) changes what the model reads on the whole line,
+    digit groups run together among it
+    (``tests/engines/test_backends.py``)."""
     recognizer.postprocess_op = MarginDecode(recognizer.postprocess_op.character)
-    if type(recognizer.session).__name__ == "OpenVINOInferSession":
-        recognizer.session = WidthBuckets(recognizer.session)
     return recognizer
