@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -39,10 +40,31 @@ def dev_corpus() -> Path:
     return DEV_CORPUS
 
 
+#: where the test servers listen: below the kernel's ephemeral ports (32768-60999 here), which outgoing
+#: connections take. A port picked by binding port 0 lies in that range, and a connection to PostgreSQL
+#: or Redis could take it before the server listened on it ("Address already in use", seen under load)
+PORTS = range(10000, 32000)
+_next_port: list[int] = []
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing listens on, from this xdist worker's own slice of
+    :data:`PORTS` (two workers never pick the same), tried by binding it."""
+    if not _next_port:
+        count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+        size = len(PORTS) // max(count, 1)
+        _next_port[:] = [PORTS.start + index * size, PORTS.start + (index + 1) * size]
+    start, stop = _next_port
+    for port in range(start, stop):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _next_port[0] = port + 1
+        return port
+    raise RuntimeError(f"no free port left in {start}-{stop}")
 
 
 @pytest.fixture(scope="session")
