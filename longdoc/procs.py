@@ -2,8 +2,8 @@
 life to the process that owns them. Depends on nothing else in longdoc.
 
 Every helper process (RapidOCR workers, document sandboxes) is forked from
-one fork server per owning process (:func:`context`), which imports the heavy
-libraries once, so a helper starts in milliseconds. A helper:
+one fork server per owning process (:func:`context`), which imports the
+libraries every helper uses once, so a sandbox starts in milliseconds. A helper:
 
 - dies with its owner (:func:`die_with`): the kernel's parent-death signal
   covers the fork server, and a watchdog thread on a pidfd of the owner
@@ -23,26 +23,26 @@ import resource
 import select
 import signal
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 log = logging.getLogger(__name__)
 
 #: Modules the fork server imports before it forks helpers (missing ones are
-#: skipped by multiprocessing). Third-party libraries with thread pools
-#: (ONNX Runtime sessions) are only *imported* here; they start threads
-#: after the fork, in each helper. The CLI's imports are here because
-#: multiprocessing re-runs the parent's main module (``python -m longdoc.cli``)
-#: in every child, as ``__mp_main__``: with them preloaded that costs
-#: milliseconds, not the ~150 ms of importing typer, rich and the pipeline per
-#: sandbox. (``longdoc.cli`` itself is not preloaded: runpy warns when the
-#: module it re-runs is already imported.)
+#: skipped by multiprocessing): what every helper uses. Third-party libraries
+#: with thread pools (ONNX Runtime sessions) are only *imported* here; they
+#: start threads after the fork, in each helper. The CLI's imports are here
+#: because multiprocessing re-runs the parent's main module (``python -m
+#: longdoc.cli``) in every child, as ``__mp_main__``: with them preloaded that
+#: costs milliseconds, not the ~150 ms of importing typer, rich and the
+#: pipeline per sandbox. (``longdoc.cli`` itself is not preloaded: runpy warns
+#: when the module it re-runs is already imported.) A pool's own library (the
+#: OCR engine's) is added by the pool (:func:`context`'s ``preload``).
 FORKSERVER_PRELOAD = (
     "numpy",
     "PIL.Image",
     "pypdfium2",
     "onnxruntime",
-    "rapidocr.main",
-    "longdoc.engines.rapidocr.worker",
     "longdoc.ingest.sandbox",
     "typer",
     "longdoc.cli_progress",
@@ -51,19 +51,22 @@ FORKSERVER_PRELOAD = (
 )
 
 _PR_SET_PDEATHSIG = 1
-_preloaded = False
+_preload: list[str] = list(FORKSERVER_PRELOAD)
 _lock = threading.Lock()
 
 
-def context() -> Any:
-    """The ``forkserver`` multiprocessing context every helper starts from
-    (its preload list set before the fork server first starts)."""
-    global _preloaded
+def context(preload: Sequence[str] = ()) -> Any:
+    """The ``forkserver`` multiprocessing context every helper starts from.
+    ``preload``: modules the caller's helpers import on top of
+    :data:`FORKSERVER_PRELOAD` (RapidOCR for its workers: ~0.8 s of CPU),
+    imported by the fork server if it is not running yet, else by each
+    helper itself. So a process that only opens documents (an API process,
+    a CLI run on a born-digital PDF) never imports the OCR library, and one
+    whose OCR pool starts first forks its OCR workers ready."""
     ctx = multiprocessing.get_context("forkserver")
     with _lock:
-        if not _preloaded:
-            ctx.set_forkserver_preload(list(FORKSERVER_PRELOAD))
-            _preloaded = True
+        _preload.extend(m for m in preload if m not in _preload)
+        ctx.set_forkserver_preload(list(_preload))  # read when the fork server (re)starts
     return ctx
 
 

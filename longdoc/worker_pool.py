@@ -31,13 +31,17 @@ def ping(delay_s: float = 0.05) -> int:
 
 class WorkerPool:
     """``workers`` processes running ``initializer(*initargs)`` once each
-    (``start_method``: ``forkserver``, longdoc's, or ``spawn``). Started
+    (``start_method``: ``forkserver``, longdoc's, or ``spawn``; ``preload``:
+    the modules the workers import, for the fork server,
+    :func:`longdoc.procs.context`). Started
     on first :meth:`submit` (or :meth:`start`); :meth:`replace` kills it
     and the next submit starts a fresh one. Thread-safe."""
 
     def __init__(self, workers: int, initializer: Callable[..., None], initargs: Callable[[], tuple[Any, ...]], *,
-                 start_method: str = "forkserver", wait_ready: bool = False, start_timeout_s: float = 180.0) -> None:
+                 start_method: str = "forkserver", wait_ready: bool = False, start_timeout_s: float = 180.0,
+                 preload: tuple[str, ...] = ()) -> None:
         self.workers = max(1, workers)
+        self.preload = preload
         self.initializer, self.initargs = initializer, initargs
         self.start_method, self.wait_ready, self.start_timeout_s = start_method, wait_ready, start_timeout_s
         self._pool: ProcessPoolExecutor | None = None
@@ -56,7 +60,8 @@ class WorkerPool:
         with self._lock:
             if self._pool is not None:
                 return
-            context = procs.context() if self.start_method == "forkserver" else multiprocessing.get_context("spawn")
+            context = procs.context(self.preload) if self.start_method == "forkserver" else \
+                multiprocessing.get_context("spawn")
             pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=self.initializer,
                                        initargs=self.initargs())
             if self.wait_ready:

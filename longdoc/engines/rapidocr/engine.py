@@ -472,7 +472,8 @@ class RapidOcrEngine:
         """Start ``workers`` processes and wait until each has warmed up."""
         params, recheck = self._setup()
         pool = WorkerPool(self.workers, rapidocr_worker.init_worker, lambda: (params, os.getpid(), recheck),
-                          start_method=self.start_method, wait_ready=True, start_timeout_s=self.start_timeout_seconds)
+                          start_method=self.start_method, wait_ready=True, start_timeout_s=self.start_timeout_seconds,
+                          preload=rapidocr_worker.PRELOAD)
         try:
             pool.start()
         except Exception as exc:

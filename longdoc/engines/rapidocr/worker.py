@@ -42,6 +42,9 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "Det.box_thresh": 0.4,
 }
 
+#: what a worker imports (for the fork server, :func:`longdoc.procs.context`)
+PRELOAD = ("rapidocr.main", __name__)
+
 _ocr: Any = None  # this process's RapidOCR object
 
 
