@@ -12,8 +12,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from longdoc.config import Settings, load_settings
-from longdoc.pipeline import Pipeline
+#: torch's and BLAS's own thread pools on one thread, in this process and every process a test starts: the
+#: suite runs more xdist workers than cores, and a second thread spinning for a busy core only slows the rest
+#: (tests/engines/native with 2 workers on 2 cores: 34.9 s -> 29.3 s; bench/gpu_check.py beside three busy
+#: processes: 62 s -> 46 s). The OCR runtimes' threads are set by longdoc's settings, not by this.
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # before numpy (OpenBLAS reads it when loaded) and torch
+
+from longdoc.config import Settings, load_settings  # noqa: E402
+from longdoc.pipeline import Pipeline  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout (tests.standin runs from it)
 DEV_CORPUS = ROOT.parent / "shared" / "eval" / "dev"

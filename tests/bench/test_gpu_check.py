@@ -5,7 +5,6 @@ every step runs and writes sane figures, so the run on a lent GPU machine
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,9 +17,6 @@ if not hasattr(transformers, "UnlimitedOcrForConditionalGeneration"):
     pytest.skip("this transformers has no Unlimited-OCR", allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[2]
-#: torch on one thread: the suite runs more workers than cores, and two torch threads spinning for a core
-#: made the reduced run 62 s instead of 46 s beside three busy processes on 2 cores (14 s alone either way)
-ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 STEPS = ["environment", "model", "vision", "rswa", "engine", "resident_kv", "summary"]
 
 
@@ -28,7 +24,7 @@ STEPS = ["environment", "model", "vision", "rswa", "engine", "resident_kv", "sum
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("gpu-check") / "gpu_check.json"
     run = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_check.py"), "--device", "cpu", "--out", str(out)],
-                         capture_output=True, text=True, timeout=300, cwd=ROOT, env=ENV)
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert out.is_file(), run.stdout + run.stderr
     data = json.loads(out.read_text())
     data["_stdout"] = run.stdout
@@ -121,7 +117,7 @@ def test_a_step_that_fails_is_recorded_and_the_run_goes_on(tmp_path):
     out = tmp_path / "gpu_check.json"
     run = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_check.py"), "--device", "cpu", "--out", str(out),
                           "--windows", "16,x", "--kv-pages", "10", "--concurrency", "1", "--vision-pages", "1"],
-                         capture_output=True, text=True, timeout=300, cwd=ROOT, env=ENV)
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
     data = json.loads(out.read_text())
     steps = data["steps"]
     assert run.returncode == 1
