@@ -33,8 +33,6 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from wordfreq import zipf_frequency
-
 MIN_ENGLISH_SHARE = 0.75
 MIN_TOKEN = 5
 MAX_WHOLE_ZIPF = 3.0
@@ -57,6 +55,10 @@ _NUMBER_WORD = re.compile(r"(\d[\d.,]*)([a-z]{3,})")
 
 @lru_cache(maxsize=200_000)
 def _zipf(word: str) -> float:
+    # imported on first use: 0.3 s of CPU that a process which never lays out a line (a document sandbox,
+    # an OCR worker, the fleet's API) would pay at start, each fork server and server process included
+    from wordfreq import zipf_frequency
+
     return zipf_frequency(word, "en")
 
 
