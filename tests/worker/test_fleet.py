@@ -158,6 +158,8 @@ def test_an_api_restart_mid_document_changes_nothing_for_the_job(start_fleet, do
 
 
 def _one_page_pdfs(folder: Path, n: int) -> list[Path]:
+    """``n`` born-digital one-page PDFs, each with enough text that its text
+    layer is read (a page of one short line is read by OCR: too_little_text)."""
     from fpdf import FPDF
 
     paths = []
@@ -165,7 +167,8 @@ def _one_page_pdfs(folder: Path, n: int) -> list[Path]:
         pdf = FPDF()
         pdf.add_page()
         pdf.set_font("helvetica", size=14)
-        pdf.cell(text=f"Burst document number {i}.")
+        pdf.multi_cell(w=0, text=f"Burst document number {i}. It is one of a hundred uploads sent at once, "
+                                 "most of which the queue bound turns away with a clear answer.")
         path = folder / f"burst-{i:03d}.pdf"
         pdf.output(str(path))
         paths.append(path)
