@@ -27,7 +27,7 @@ test:
 test-fast:
 	@scripts/system-deps.sh
 	@scripts/setup.sh test,torch
-	.venv/bin/python -m pytest -q -n $(WORKERS) --dist loadfile --fast --durations=10 $(PYTEST_ARGS)
+	.venv/bin/python -m pytest -q -n $(WORKERS) --dist loadfile --no-loadscope-reorder --fast --durations=10 $(PYTEST_ARGS)
 
 bench:
 	@scripts/setup.sh test,torch
