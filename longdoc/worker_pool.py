@@ -41,8 +41,7 @@ class WorkerPool:
                  start_method: str = "forkserver", wait_ready: bool = False, start_timeout_s: float = 180.0,
                  preload: tuple[str, ...] = ()) -> None:
         self.workers = max(1, workers)
-        self.preload = preload
-        self.initializer, self.initargs = initializer, initargs
+        self.initializer, self.initargs, self.preload = initializer, initargs, preload
         self.start_method, self.wait_ready, self.start_timeout_s = start_method, wait_ready, start_timeout_s
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.RLock()

@@ -102,9 +102,8 @@ class MarginDecode:
 def install(recognizer: Any) -> Any:
     """Make a RapidOCR ``TextRecognizer`` decode with :class:`MarginDecode`
     (same text and scores); returns it. Each line is read at its own width
-    on every runtime: padding it to a bucket of widths (fewer shapes for
-    OpenVINO to compile) changes what the model reads on the whole line,
-    digit groups run together among it
-    (``tests/engines/test_backends.py``)."""
+    on every runtime: padding it up to a bucket of widths (fewer input
+    shapes for OpenVINO to compile) changes how the model reads the whole
+    line, e.g. digit groups run together (``tests/engines/test_backends.py``)."""
     recognizer.postprocess_op = MarginDecode(recognizer.postprocess_op.character)
     return recognizer

@@ -422,7 +422,8 @@ def time_roles(candidates: dict[str, dict[str, dict[str, Any]]], owner_pid: int 
     from line to line and from run to run, one or two short ones. OpenVINO
     pays for each input shape it has not seen: timed on widths it had
     always seen, the tiny recognizer looked 2x faster on it than on ONNX
-    Runtime, and was 1.3x slower on real lines. A runtime that fails is left out of its role."""
+    Runtime, and was 1.3x slower on real lines. A runtime that fails is
+    left out of its role."""
     if owner_pid is not None:
         procs.die_with(owner_pid)
     from rapidocr import RapidOCR
