@@ -46,7 +46,6 @@ from longdoc.engines.backends import cpu_model
 from longdoc.engines.native import weights
 from longdoc.engines.native.decoder import Decoder
 from longdoc.engines.native.kv_cache import SequenceKV
-from longdoc.engines.native.rope import cos_sin, rotate
 from longdoc.engines.native.srswa import SrswaSettings, rswa_step, srswa_step
 
 VISUAL = 273          # tokens per page (1024 × 1024, base mode)
@@ -73,7 +72,9 @@ def shape(mode: str, pages: int, a: argparse.Namespace) -> tuple[int, int, int]:
 
 
 def filled_cache(decoder: Decoder, mode: str, pages: int, a: argparse.Namespace, seed: int):
-    """A cache in its end-of-document state, filled with rotated random keys."""
+    """A cache in its end-of-document state, filled with random keys (the
+    reference's rotated to their positions, the window's as the ring keeps
+    them, before rotation)."""
     reference, window, resident = shape(mode, pages, a)
     kv = decoder.new_cache(reference, window, max_pages=max(resident, 1))
     g = torch.Generator(device="cpu").manual_seed(seed)
@@ -81,8 +82,7 @@ def filled_cache(decoder: Decoder, mode: str, pages: int, a: argparse.Namespace,
 
     def keys(t: int, start: int):
         k = torch.randn(L, H, t, D, generator=g).to(device=decoder.device, dtype=decoder.dtype)
-        cos, sin = cos_sin(torch.arange(start, start + t, device=decoder.device), decoder.inv_freq, decoder.dtype)
-        return rotate(k, cos, sin), torch.randn(L, H, t, D, generator=g).to(device=decoder.device, dtype=decoder.dtype)
+        return k, torch.randn(L, H, t, D, generator=g).to(device=decoder.device, dtype=decoder.dtype)
 
     pos = 0
     for length, page in [(PREFIX, None)] + [(VISUAL, p) for p in range(1, resident + 1)] + [(PROMPT, None)]:

@@ -191,8 +191,10 @@ class NativeSettings(_Section):
     device: Literal["auto", "cpu", "cuda"] = Field(default="auto", description="auto: cuda when present")
     dtype: Literal["auto", "bfloat16", "float32", "float64"] = Field(
         default="auto", description="auto: bfloat16 on cuda, float32 on cpu")
-    attention: Literal["srswa", "rswa"] = Field(default="srswa", description="srswa: page gating and block "
-                                                "selection; rswa: every resident page, every block")
+    attention: Literal["srswa", "rswa"] = Field(default="rswa", description="rswa: every resident page, every "
+                                                "block, as the model was trained and as the reference generate() "
+                                                "decodes (exact); srswa: page gating and block selection, an "
+                                                "approximation whose departure docs/engines.md measures")
     window: int | None = Field(default=None, ge=1, description="generated tokens each step attends to (n); "
                                "null = the checkpoint's text_config.sliding_window (128 for Unlimited-OCR, as "
                                "in its paper); another value is an experiment: warned of at start and recorded "
@@ -203,10 +205,18 @@ class NativeSettings(_Section):
     block_size: int = Field(default=16, ge=1, description="SR-SWA: keys per block")
     gating: Literal["mean", "bound"] = Field(default="mean", description="SR-SWA page gating: by a page's mean "
                                              "key, or by the upper bound from its min/max keys")
-    rebase_positions: bool = Field(default=True, description="each page group starts from rotary position 0 "
-                                   "(carried pages and the window re-based exactly)")
-    max_tokens_per_page: int = Field(default=1600, ge=8, description="a page still open after this many tokens "
-                                     "is cut and goes to the fallback engine")
+    rebase_positions: bool = Field(default=True, description="each page group starts from rotary position 0: "
+                                   "the window is moved by its positions alone (exact), a carried page's keys by one "
+                                   "more rotation in float32 (one rounding to the cache's dtype; a page is carried "
+                                   "once while chunk_overlap <= page_chunk_size / 2)")
+    no_repeat_ngram_size: int = Field(default=35, ge=0, description="no n-gram of this many tokens is "
+                                      "repeated within the guard's window (Unlimited-OCR's recipe: 35); 0 = off")
+    no_repeat_ngram_window: int = Field(default=1024, ge=1, description="ids the n-gram guard searches: the "
+                                        "last of the reference (BOS, image placeholders, prompt) and every "
+                                        "generated token (the recipe's multi-page 1024)")
+    max_tokens_per_page: int = Field(default=8192, ge=8, description="a page still open after this many tokens "
+                                     "is cut and goes to the fallback engine (8192: the max_tokens of Unlimited-OCR's "
+                                     "vLLM recipe for one page)")
     max_sequences: int = Field(default=16, ge=1, description="documents decoding together in one batch")
     kv_budget_mb: int | None = Field(default=None, ge=1, description="KV workspace capacity; sequences are "
                                      "admitted while their reserved peaks stay under kv_cache_watermark of it; "

@@ -13,9 +13,9 @@ re-based:
   one batch (projections, MoE and the head batched; attention per
   sequence, since each holds its own cache), with R-SWA or SR-SWA.
 
-Rotary angles are computed in float64 from the model's ``rope_theta``
-(:mod:`~longdoc.engines.native.rope`), the same for prefill, decode and
-re-basing.
+Rotary cos/sin are the model's own rotary module's
+(:class:`~longdoc.engines.native.rope.Rotary`), as in the reference
+``generate()``; re-basing shifts are exact rotations on top of them.
 """
 
 from __future__ import annotations
@@ -27,17 +27,10 @@ import torch
 
 from longdoc.engines.native.attention import attend
 from longdoc.engines.native.kv_cache import SequenceKV
-from longdoc.engines.native.rope import cos_sin, rotate
+from longdoc.engines.native.rope import Rotary, rotate
 from longdoc.engines.native.srswa import SrswaSettings, rswa_step, srswa_step
 
 Mode = Literal["rswa", "srswa"]
-
-
-def inverse_frequencies(config: Any) -> torch.Tensor:
-    """The model's rotary inverse frequencies, in float64."""
-    theta = float((config.rope_parameters or {}).get("rope_theta", 10000.0))
-    dim = config.head_dim
-    return 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
 
 
 class Decoder:
@@ -58,12 +51,12 @@ class Decoder:
         self.srswa = srswa or SrswaSettings()
         weight = self.embed.weight
         self.dtype, self.device = weight.dtype, weight.device
-        self.inv_freq = inverse_frequencies(config).to(self.device)
+        self.rotary = Rotary(text_model.rotary_emb, self.dtype, self.device)
 
     # -- caches -------------------------------------------------------------------------
 
     def new_cache(self, reference: int, window: int, max_pages: int = 64) -> SequenceKV:
-        return SequenceKV(len(self.layers), self.heads, self.head_dim, reference, window,
+        return SequenceKV(len(self.layers), self.heads, self.head_dim, reference, window, self.rotary,
                           block_size=self.srswa.block_size, dtype=self.dtype, device=self.device,
                           summaries=self.mode == "srswa", max_pages=max_pages)
 
@@ -80,7 +73,7 @@ class Decoder:
         as one reference span; returns the logits after its last token."""
         t = embeds.shape[0]
         span = kv.reserve_span(t, position, page, kind)
-        cos, sin = cos_sin(torch.arange(position, position + t, device=self.device), self.inv_freq, self.dtype)
+        cos, sin = self.rotary.cos_sin(torch.arange(position, position + t, device=self.device))
         # causal within the span, everything resident before it
         cols = torch.arange(span.end, device=self.device)
         rows = torch.arange(t, device=self.device)
@@ -108,7 +101,7 @@ class Decoder:
         n = len(caches)
         ids = torch.tensor(list(tokens), device=self.device)
         h = self.embed(ids)[:, None, :]                                     # [S, 1, hidden]
-        cos, sin = cos_sin(torch.tensor(list(positions), device=self.device), self.inv_freq, self.dtype)
+        cos, sin = self.rotary.cos_sin(torch.tensor(list(positions), device=self.device))
         cos, sin = cos[:, None, None, :], sin[:, None, None, :]              # [S, 1, 1, D]
         for kv, p in zip(caches, positions):
             kv.begin_step(p)
@@ -117,7 +110,7 @@ class Decoder:
             attn = layer.self_attn
             x = layer.input_layernorm(h)
             q, k, v = (self._heads(p(x)) for p in (attn.q_proj, attn.k_proj, attn.v_proj))   # [S, H, 1, D]
-            q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+            q = rotate(q, cos, sin)   # the ring keeps k before rotation (kv_cache)
             outs = []
             for s, kv in enumerate(caches):
                 kv.write_generated(i, k[s, :, 0], v[s, :, 0])

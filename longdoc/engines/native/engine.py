@@ -38,6 +38,7 @@ from longdoc.engines.base import EngineCapabilities, GroupPlan, PageGroup, PageI
 from longdoc.engines.fallback import Fallback
 from longdoc.engines.native.kv_manager import KvFigures, KVWorkspaceManager, capacity_for
 from longdoc.plan.admission import Reservation
+from longdoc.engines.native.ngram import NGramGuard
 from longdoc.engines.native.runtime import NativeModel
 from longdoc.engines.native.scheduler import Scheduler
 from longdoc.engines.native.sequence import DocumentSequence, PageText, peak_bytes
@@ -207,7 +208,8 @@ class NativeSession:
         self.kv = engine.kv
         self.sequence = DocumentSequence(
             engine.model, engine.window, engine.settings.page_chunk_size,
-            engine.config.max_tokens_per_page, engine.config.rebase_positions)
+            engine.config.max_tokens_per_page, engine.config.rebase_positions,
+            NGramGuard(engine.config.no_repeat_ngram_size, engine.config.no_repeat_ngram_window))
         self._ticket: Reservation | None = None
         self._cancel = threading.Event()
         self._fallback = engine.fallback.session()

@@ -1,7 +1,7 @@
 """One sequence's KV cache for R-SWA and SR-SWA: a contiguous buffer per layer.
 
-Layout of the buffer ``[L, 2, H, R + n, D]`` (keys and values, stored after
-rotary embedding)::
+Layout of the buffer ``[L, 2, H, R + n, D]`` (keys and values; reference
+keys stored after rotary embedding, ring keys before it)::
 
     slots 0 … R-1                          R … R+n-1
     ┌────────┬────────┬─────┬────────┬───┬─────────────────────┐
@@ -14,7 +14,12 @@ The *reference* (``R`` slots, the most one group needs) holds pinned spans
 holds the last ``n`` generated tokens, written at slot ``R + t % n``: a
 decode step writes one slot and reads the buffer in place, nothing is
 concatenated, copied or rolled. Attention is order-free over keys that
-carry their positions, so the ring needs no reordering.
+carry their positions, so the ring needs no reordering. The ring keeps
+each token's key *before* rotation and its position (``ring_positions``);
+a step rotates the ring once for all layers' reads (:meth:`window_kv`), at
+the cost of rotating ``n`` keys, so that re-basing the window is exact: it
+changes positions, never stored keys. Rotating at read gives the very
+values a rotation at write would (same arithmetic, same rounding).
 
 For SR-SWA each page also has summaries of its keys, per layer and head:
 per block of ``block_size`` tokens the min, max and mean key (blocks never
@@ -23,7 +28,9 @@ cross pages), and per page the mean key (page gating).
 Infinite decoding calls :meth:`SequenceKV.keep_pages`: the kept pages move to
 the front of the reference (once per group, not per step), their spans and
 summaries with them; everything else in the reference is freed for the new
-group's pages. :meth:`shift_positions` re-bases rotary positions.
+group's pages. :meth:`shift_positions` re-bases rotary positions: a page
+span by one more rotation of its stored keys (float32 arithmetic, one
+rounding to the cache's dtype), the window by its positions alone.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from dataclasses import dataclass
 
 import torch
 
-from longdoc.engines.native.rope import shift
+from longdoc.engines.native.rope import Rotary, rotate
 
 
 @dataclass
@@ -59,11 +66,14 @@ class CacheFull(RuntimeError):
 
 
 class SequenceKV:
-    def __init__(self, layers: int, heads: int, head_dim: int, reference: int, window: int,
+    def __init__(self, layers: int, heads: int, head_dim: int, reference: int, window: int, rotary: Rotary,
                  block_size: int = 16, dtype: torch.dtype = torch.float32,
                  device: torch.device | str = "cpu", summaries: bool = True, max_pages: int = 64) -> None:
         if window < 1 or reference < 1:
             raise ValueError("reference and window must be at least 1")
+        self.rotary = rotary
+        #: cos/sin of the filled ring slots' positions for the current step (None: to compute)
+        self._window_angles: tuple[torch.Tensor, torch.Tensor] | None = None
         self.layers, self.heads, self.head_dim = layers, heads, head_dim
         self.reference, self.window, self.block_size = reference, window, block_size
         self.buf = torch.zeros(layers, 2, heads, reference + window, head_dim, dtype=dtype, device=device)
@@ -182,17 +192,18 @@ class SequenceKV:
         the token ``window`` steps back); its layers then :meth:`write_generated`."""
         self.ring_positions[self.generated % self.window] = position
         self.generated += 1
+        self._window_angles = None
 
     def write_generated(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
-        """The current decode token's key/value ``[H, D]`` into its ring slot."""
+        """The current decode token's key (before rotation) and value ``[H, D]`` into its ring slot."""
         slot = self.reference + (self.generated - 1) % self.window
         self.buf[layer, 0, :, slot] = k
         self.buf[layer, 1, :, slot] = v
 
     def load_window(self, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor) -> None:
-        """Set the ring to given generated tokens (``[L, H, t, D]`` keys and
-        values already rotated, ``t <= window``; their positions): a window
-        restored whole, as benchmarks and a resumed sequence need."""
+        """Set the ring to given generated tokens (``[L, H, t, D]`` keys
+        before rotation and values, ``t <= window``; their positions): a
+        window restored whole, as benchmarks and a resumed sequence need."""
         t = k.shape[2]
         if t > self.window:
             raise ValueError(f"{t} tokens do not fit a window of {self.window}")
@@ -200,6 +211,7 @@ class SequenceKV:
         self.buf[:, 1, :, self.reference:self.reference + t] = v
         self.ring_positions[:t] = positions
         self.generated = t
+        self._window_angles = None
 
     # -- reading ---------------------------------------------------------------------
 
@@ -219,9 +231,13 @@ class SequenceKV:
         return self.buf[layer, 0, :, idx], self.buf[layer, 1, :, idx]
 
     def window_kv(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The ring's filled slots ``[H, min(t, n), D]`` (a view)."""
+        """The ring's filled slots ``[H, min(t, n), D]``: keys rotated to
+        their positions (the angles computed once a step), values a view."""
         end = self.reference + self.window_len
-        return self.buf[layer, 0, :, self.reference:end], self.buf[layer, 1, :, self.reference:end]
+        if self._window_angles is None:
+            self._window_angles = self.rotary.cos_sin(self.ring_positions[:self.window_len])
+        cos, sin = self._window_angles
+        return rotate(self.buf[layer, 0, :, self.reference:end], cos, sin), self.buf[layer, 1, :, self.reference:end]
 
     # -- infinite decoding -------------------------------------------------------------
 
@@ -260,20 +276,19 @@ class SequenceKV:
         self.num_blocks = block
         return moved
 
-    def shift_positions(self, span: Span | None, delta: int, inv_freq: torch.Tensor) -> None:
-        """Re-base a reference span (or, with ``span=None``, the window)
-        by ``delta`` positions: its keys are rotated once more, exactly."""
+    def shift_positions(self, span: Span | None, delta: int) -> None:
+        """Re-base a reference span by ``delta`` positions (its keys are
+        rotated once more: :meth:`Rotary.shift`, one rounding to the cache's
+        dtype), or, with ``span=None``, the window (its positions only: exact)."""
         if delta == 0:
             return
         if span is None:
-            end = self.reference + self.window_len
-            keys = self.buf[:, 0, :, self.reference:end]
-            self.buf[:, 0, :, self.reference:end] = shift(keys, delta, inv_freq)
             filled = self.ring_positions >= 0
             self.ring_positions[filled] += delta
+            self._window_angles = None
             return
         keys = self.buf[:, 0, :, span.start:span.end]
-        self.buf[:, 0, :, span.start:span.end] = shift(keys, delta, inv_freq)
+        self.buf[:, 0, :, span.start:span.end] = self.rotary.shift(keys, delta)
         span.position += delta
         if self.summaries:
             self.summarize(span)

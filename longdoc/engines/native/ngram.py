@@ -1,16 +1,19 @@
-"""The model's no-repeat-n-gram guard, within a window of recent tokens.
+"""The model's no-repeat-n-gram guard, within a window of recent token ids.
 
 Unlimited-OCR is run with no n-gram of 35 tokens repeated within the last
-1024 generated ones (its vLLM recipe; transformers'
-``UnlimitedOcrSlidingWindowNoRepeatNgramLogitsProcessor``): a greedy decode
-that starts to loop is pushed off the loop instead of running to the page's
-token cap. :func:`banned` lists the tokens that would complete such a
-repeat; :func:`choose` is the greedy choice among the others.
+1024 ids (its vLLM recipe; transformers'
+``UnlimitedOcrSlidingWindowNoRepeatNgramLogitsProcessor``, which searches
+the last ``window`` ids of the whole sequence: the prompt, the image
+placeholders and every generated token): a greedy decode that starts to
+loop is pushed off the loop instead of running to the page's token cap.
+:func:`banned` lists the tokens that would complete such a repeat;
+:meth:`NGramGuard.choose` is the greedy choice among the others.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -21,8 +24,10 @@ WINDOW = 1024
 def banned(history: Sequence[int], n: int = NGRAM, window: int = WINDOW) -> set[int]:
     """Tokens that, appended to ``history``, would repeat an n-gram found in its last ``window`` tokens."""
     recent = list(history)[-window:]
-    if n < 2 or len(recent) < n:
+    if n < 1 or len(recent) < n - 1 or not recent:
         return set()
+    if n == 1:
+        return set(recent)
     tail = recent[-(n - 1):]
     return {recent[i + n - 1] for i in range(len(recent) - n + 1) if recent[i:i + n - 1] == tail}
 
@@ -35,3 +40,16 @@ def choose(logits: torch.Tensor, history: Sequence[int], n: int = NGRAM, window:
     scores = logits.clone()
     scores[list(ban)] = float("-inf")
     return int(scores.argmax())
+
+
+@dataclass(frozen=True)
+class NGramGuard:
+    """The guard's settings: ``size`` 0 turns it off."""
+
+    size: int = NGRAM
+    window: int = WINDOW
+
+    def choose(self, logits: torch.Tensor, history: Sequence[int]) -> int:
+        if self.size <= 0:
+            return int(logits.argmax())
+        return choose(logits, history, self.size, self.window)

@@ -11,6 +11,7 @@ reference of a group is ``BOS · page₁ … pageₖ · "Multi page parsing."``.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -71,8 +72,22 @@ class NativeModel:
         side = IMAGE_SIDE // sam.patch_size // 4
         return side * side + side + 1
 
+    @property
+    def image_token_id(self) -> int:
+        """The image placeholder id (``config.image_token_id``)."""
+        return int(self.model.config.image_token_id)
+
     def prompt_ids(self) -> list[int]:
         return list(self.tokenizer.encode(PROMPT, add_special_tokens=False))
+
+    def reference_ids(self, pages: int | Sequence[int]) -> list[int]:
+        """A group's reference as token ids, as the reference ``generate()``
+        is given them: BOS, each page's image placeholders (``pages``: how
+        many pages of :attr:`visual_tokens_per_page`, or each page's count),
+        the prompt. The decoder prefills the same layout (the pages' visual
+        tokens in the placeholders' places); the n-gram guard searches these ids."""
+        counts = [self.visual_tokens_per_page] * pages if isinstance(pages, int) else list(pages)
+        return [self.bos_id, *[self.image_token_id] * sum(counts), *self.prompt_ids()]
 
     def decode(self, ids: list[int]) -> str:
         return str(self.tokenizer.decode(ids, skip_special_tokens=False))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from longdoc.engines.native.ngram import choose
 from longdoc.engines.native.runtime import NativeModel
 from longdoc.engines.native.sequence import DocumentSequence
 from longdoc.errors import JobCancelled
@@ -104,7 +103,7 @@ class Scheduler:
         self.largest_batch = max(self.largest_batch, len(seqs))
         for entry, row in zip(live, logits):
             try:
-                entry.sequence.accept(choose(row, entry.sequence.history))
+                entry.sequence.accept(entry.sequence.choose(row))
             except Exception as exc:  # noqa: BLE001 - never leave a session waiting on a dead loop
                 self._finish(entry, exc)
                 continue

@@ -17,11 +17,17 @@ its close. For each group::
                                a page still open after max_tokens_per_page
                                is cut (and marked so)
 
-The group ends when the last page it must transcribe is closed; the token
-that closed it is kept (``pending``) and fed first in the next group, so
-the decode continues as if the document were one sequence. Context pages
-the sequence did not carry (the first group after a resume) are prefilled
-and transcribed, and their text dropped: each page has one owner.
+The first token is chosen from the prefill's logits, as the reference
+``generate()`` chooses it (with the n-gram guard), and is the first of
+page 1's text unless it is a separator. The guard's history is what the
+reference searches: the first group's reference ids (BOS, the image
+placeholders, the prompt: :meth:`NativeModel.reference_ids`) then every
+generated token, its last ``window`` ids. The group ends when the last
+page it must transcribe is closed; the token that closed it is kept
+(``pending``) and fed first in the next group, so the decode (and the
+guard's history) continues as if the document were one sequence. Context
+pages the sequence did not carry (the first group after a resume) are
+prefilled and transcribed, and their text dropped: each page has one owner.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from longdoc.engines.native.kv_cache import SequenceKV
-from longdoc.engines.native.ngram import WINDOW
+from longdoc.engines.native.ngram import NGramGuard
 from longdoc.engines.native.runtime import NativeModel
 
 _SEP_TEXT = re.compile(r"<\s*page\s*>\s*$", re.IGNORECASE)
@@ -62,7 +68,7 @@ def peak_bytes(model: NativeModel, window: int, max_group_pages: int) -> int:
 
 class DocumentSequence:
     def __init__(self, model: NativeModel, window: int, max_group_pages: int, max_tokens_per_page: int,
-                 rebase: bool = True) -> None:
+                 rebase: bool = True, guard: NGramGuard | None = None) -> None:
         self.model = model
         self.decoder = model.decoder
         self.window = window
@@ -80,8 +86,14 @@ class DocumentSequence:
         self._current = 0
         #: pages encoded, for the "each page encoded once" check
         self.encoded: list[int] = []
-        #: the last generated tokens (the no-repeat-n-gram guard's window)
-        self.history: deque[int] = deque(maxlen=WINDOW)
+        self.guard = guard or NGramGuard()
+        #: the last ids of the sequence: the reference's then the generated ones (the guard's window)
+        self.history: deque[int] = deque(maxlen=max(1, self.guard.window))
+        #: every token the model chose, in order (separators and EOS included)
+        self.generated: list[int] = []
+        #: indexes into ``generated`` before which the engine fed a token of its own instead
+        #: of the model's last (a <PAGE> after a cut page, or after an early EOS)
+        self.forced: list[int] = []
 
     # -- sizes -----------------------------------------------------------------------
 
@@ -99,10 +111,12 @@ class DocumentSequence:
         """Set the cache up for a group: keep ``carried``, prefill ``new_pages``
         (page number, visual tokens), then decode ``transcribe`` in order."""
         d = self.decoder
+        first = self.kv is None
         if self.kv is None:
             self.kv = d.new_cache(self.reference, self.window, self.max_group_pages)
             d.prefill(self.kv, self.model.embed_ids(self.prefix), 0, kind="prefix")
             position = len(self.prefix)
+            self.history.extend(self.model.reference_ids([int(e.shape[0]) for _, e in new_pages]))
         else:
             self.kv.keep_pages(carried)
             position = self._rebase_pages() if self.rebase else self.position
@@ -114,25 +128,25 @@ class DocumentSequence:
         position += len(self.prompt)
         if self.kv.generated:
             if self.rebase:
-                first = self.kv.window_first_position()
-                self.kv.shift_positions(None, position - (first if first is not None else position), d.inv_freq)
+                oldest = self.kv.window_first_position()
+                self.kv.shift_positions(None, position - (oldest if oldest is not None else position))
                 position += self.kv.window_len
             else:
                 position = max(position, self.position)
         self.position = position
-        if self.pending is None:
-            self.pending = int(logits.argmax())
         self.pages = [PageText(p) for p in transcribe]
         self._current = 0
-        if self.ended:  # the model ended the document early: ask for the next page
+        if first:
+            self._take(self.guard.choose(logits, self.history))
+        elif self.ended:  # the model ended the document early: ask for the next page
             self.ended = False
-            self.pending = self.model.page_id if self.model.page_id is not None else self.pending
+            self._force(self.model.page_id)
 
     def _rebase_pages(self) -> int:
         assert self.kv is not None
         cursor = len(self.prefix)
         for span in self.kv.page_spans:
-            self.kv.shift_positions(span, cursor - span.position, self.decoder.inv_freq)
+            self.kv.shift_positions(span, cursor - span.position)
             cursor += span.length
         return cursor
 
@@ -151,10 +165,23 @@ class DocumentSequence:
         assert self.pending is not None
         return self.pending, self.position
 
+    def choose(self, logits: Any) -> int:
+        """The next token from a step's logits: greedy under the n-gram guard."""
+        return self.guard.choose(logits, self.history)
+
     def accept(self, token: int) -> None:
         """The step fed ``pending`` at ``position``; ``token`` is what the model chose next."""
         self.position += 1
+        self._take(token)
+
+    def _take(self, token: int) -> None:
+        """``token`` is the model's next: into the history, then its page
+        (or it closes one); it is fed at the next step (``pending``)."""
         self.history.append(token)
+        self.generated.append(token)
+        if self.done:  # a group transcribing nothing (every page was carried)
+            self.pending = token
+            return
         page = self.pages[self._current]
         if token == self.model.eos_id:
             self.ended = True
@@ -174,8 +201,7 @@ class DocumentSequence:
         if len(page.ids) >= self.max_tokens_per_page:
             page.cut = True
             self._close(page)
-            if self.model.page_id is not None:
-                self.pending = self.model.page_id
+            self._force(self.model.page_id)
 
     def _is_separator(self, token: int, page: PageText) -> bool:
         if self.model.page_id is not None:
@@ -187,6 +213,12 @@ class DocumentSequence:
         pieces = next(k for k in range(1, len(ids) + 1) if _SEP_TEXT.search(self.model.decode(ids[-k:])))
         del page.ids[len(page.ids) - (pieces - 1):]
         return True
+
+    def _force(self, token: int | None) -> None:
+        """Feed ``token`` (a separator) next instead of the model's last choice."""
+        if token is not None:
+            self.pending = token
+            self.forced.append(len(self.generated))
 
     def _close(self, page: PageText) -> None:
         page.closed = True
