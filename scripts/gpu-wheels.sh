@@ -26,7 +26,7 @@ LIMIT_MIB=${GPU_WHEELS_LIMIT_MIB:-64}
 # too old or not at all, and what `import longdoc.engines.native.engine`
 # needs beyond the image (pydantic and pydantic-settings for longdoc.config
 # and longdoc.model, tenacity for the openai client the engine's parsers sit
-# beside). huggingface-hub is the image's own 1.33.0 (transformers wants
+# beside), rapidfuzz for the check's edit distances. huggingface-hub is the image's own 1.33.0 (transformers wants
 # >=1.31,<3; 2.x would need httpx2), so a bare image works too.
 WHEELS=(
   transformers==5.24.0
@@ -42,6 +42,7 @@ WHEELS=(
   pydantic-settings==2.16.3
   python-dotenv==1.2.4
   tenacity==9.2.1
+  rapidfuzz==3.14.6
 )
 
 PY=${PYTHON:-}
