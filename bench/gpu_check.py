@@ -282,6 +282,21 @@ class Check:
     def generator(self, seed: int) -> Any:
         return self.torch.Generator(device=self.device).manual_seed(seed)
 
+    def measure(self, rows: list[dict[str, Any]], row: dict[str, Any], fn: Callable[[dict[str, Any]], None],
+                min_left_s: float) -> None:
+        """Append ``row`` to ``rows`` and fill it with ``fn``, unless the budget is spent (``skipped``);
+        a failure is recorded in the row and the step goes on with the next."""
+        rows.append(row)
+        if self.report.left() < min_left_s:
+            row["skipped"] = "budget"
+            return
+        try:
+            fn(row)
+        except Exception as exc:  # noqa: BLE001 - the other rows still run
+            row.update(_error(exc))
+        _free()
+        self.report.write()
+
     def need_model(self) -> Any:
         if self.a.dtype not in self.models:
             raise RuntimeError("no model (the model step failed)")
@@ -567,20 +582,9 @@ class Check:
         rec["runs"] = []
         for dtype in a.ref_dtypes.split(","):
             for pages in [int(p) for p in a.ref_pages.split(",")]:
-                run: dict[str, Any] = {"dtype": dtype, "pages": pages}
-                rec["runs"].append(run)
-                if self.report.left() < 40:
-                    run["skipped"] = "budget"
-                    continue
-                try:
-                    self._reference_run(run, dtype, pages)
-                except Exception as exc:  # noqa: BLE001 - the other runs still go
-                    run.update(_error(exc))
-                _free()
-                self.report.write()
-        failed = [r for r in rec["runs"] if "error" in r]
-        if failed:
-            raise RuntimeError(f"{len(failed)} of {len(rec['runs'])} runs failed: {failed[0]['error']}")
+                self.measure(rec["runs"], {"dtype": dtype, "pages": pages},
+                             lambda run, d=dtype, n=pages: self._reference_run(run, d, n), 40)
+        _raise_failed(rec["runs"])
 
     def _reference_run(self, run: dict[str, Any], dtype: str, pages: int) -> None:
         a = self.a
@@ -713,31 +717,10 @@ class Check:
                         "None on CPU")
         rec["engine"], rec["full_attention"] = [], []
         for pages in [int(p) for p in a.memory_pages.split(",")]:
-            row: dict[str, Any] = {"pages": pages}
-            rec["engine"].append(row)
-            if self.report.left() < 60:
-                row["skipped"] = "budget"
-                continue
-            try:
-                self._engine_memory(row, pages)
-            except Exception as exc:  # noqa: BLE001
-                row.update(_error(exc))
-            _free()
-            self.report.write()
-            full: dict[str, Any] = {"pages": pages}
-            rec["full_attention"].append(full)
-            if self.report.left() < 40:
-                full["skipped"] = "budget"
-                continue
-            try:
-                self._full_attention_memory(full, pages)
-            except Exception as exc:  # noqa: BLE001
-                full.update(_error(exc))
-            _free()
-            self.report.write()
-        failed = [r for r in rec["engine"] + rec["full_attention"] if "error" in r]
-        if failed:
-            raise RuntimeError(f"{len(failed)} runs failed: {failed[0]['error']}")
+            self.measure(rec["engine"], {"pages": pages}, lambda row, n=pages: self._engine_memory(row, n), 60)
+            self.measure(rec["full_attention"], {"pages": pages},
+                         lambda row, n=pages: self._full_attention_memory(row, n), 40)
+        _raise_failed(rec["engine"] + rec["full_attention"])
 
     def _engine_memory(self, row: dict[str, Any], pages: int) -> None:
         a = self.a
@@ -811,25 +794,12 @@ class Check:
                                                                                    False)),
                          ("longdoc_rswa", lambda r: self._engine_throughput(r, "rswa")),
                          ("longdoc_srswa", lambda r: self._engine_throughput(r, "srswa"))):
-            run: dict[str, Any] = {"name": name}
-            rec["runs"].append(run)
-            if self.report.left() < 40:
-                run["skipped"] = "budget"
-                continue
-            try:
-                fn(run)
-            except Exception as exc:  # noqa: BLE001
-                run.update(_error(exc))
-            _free()
-            self.report.write()
-        by = {r["name"]: r for r in rec["runs"]}
-        base = by["transformers_full_sdpa"].get("tokens_per_s")
+            self.measure(rec["runs"], {"name": name}, fn, 40)
+        base = rec["runs"][0].get("tokens_per_s")
         for r in rec["runs"]:
             if base and r.get("tokens_per_s"):
                 r["over_transformers_full"] = round(r["tokens_per_s"] / base, 3)
-        failed = [r for r in rec["runs"] if "error" in r]
-        if failed:
-            raise RuntimeError(f"{len(failed)} of {len(rec['runs'])} runs failed: {failed[0]['error']}")
+        _raise_failed(rec["runs"])
 
     def _batch_embeds(self, history: int) -> Any:
         torch = self.torch
@@ -953,38 +923,30 @@ class Check:
                         "rswa one group of all pages and the window; srswa groups of --chunk pages (one resident) "
                         "with summaries. The memory step measures real runs")
         rec["rows"] = []
+
+        def row_of(row: dict[str, Any]) -> None:
+            mode, pages = row["mode"], row["pages"]
+            decoder = Decoder(text, head, mode="srswa" if mode == "srswa" else "rswa", srswa=settings)
+            reference, slots, resident = _shape(mode, pages, a, window)
+            row.update(reference=reference, window_slots=slots, resident_pages=resident)
+            row["kv_bytes_12_layers_bf16"] = SequenceKV.bytes_for(
+                12, decoder.heads, decoder.head_dim, reference, slots, settings.block_size,
+                torch.bfloat16, mode == "srswa", max(resident, 1))
+            kv, pos = self._filled(decoder, reference, slots, resident, seed=pages)
+            row["kv_bytes"] = kv.nbytes
+            row["kv_bytes_expected"] = decoder.cache_bytes(reference, slots, max(resident, 1))
+            focus = [frozenset({1, 2})]
+            row["step_ms"] = round(self.timed_ms(lambda: decoder.step([kv], [5], [pos], focus), a.kv_steps), 3)
+            q = self.randn(decoder.heads, 1, decoder.head_dim, gen=self.generator(1))
+            attn = ((lambda: srswa_step(q, kv, 0, decoder.scale, settings, frozenset({1, 2})))
+                    if mode == "srswa" else (lambda: rswa_step(q, kv, 0, decoder.scale)))
+            row["attn_ms_all_layers"] = round(self.timed_ms(attn, a.kv_steps) * len(decoder.layers), 3)
+            kv.drop()
+
         for pages in [int(p) for p in a.kv_pages.split(",")]:
             for mode in ("full", "rswa", "srswa"):
-                row: dict[str, Any] = {"pages": pages, "mode": mode}
-                rec["rows"].append(row)
-                if self.report.left() < 20:
-                    row["skipped"] = "budget"
-                    continue
-                try:
-                    decoder = Decoder(text, head, mode="srswa" if mode == "srswa" else "rswa", srswa=settings)
-                    reference, slots, resident = _shape(mode, pages, a, window)
-                    row.update(reference=reference, window_slots=slots, resident_pages=resident)
-                    row["kv_bytes_12_layers_bf16"] = SequenceKV.bytes_for(
-                        12, decoder.heads, decoder.head_dim, reference, slots, settings.block_size,
-                        torch.bfloat16, mode == "srswa", max(resident, 1))
-                    kv, pos = self._filled(decoder, reference, slots, resident, seed=pages)
-                    row["kv_bytes"] = kv.nbytes
-                    row["kv_bytes_expected"] = decoder.cache_bytes(reference, slots, max(resident, 1))
-                    focus = [frozenset({1, 2})]
-                    row["step_ms"] = round(self.timed_ms(lambda: decoder.step([kv], [5], [pos], focus), a.kv_steps), 3)
-                    q = self.randn(decoder.heads, 1, decoder.head_dim, gen=self.generator(1))
-                    attn = ((lambda: srswa_step(q, kv, 0, decoder.scale, settings, frozenset({1, 2})))
-                            if mode == "srswa" else (lambda: rswa_step(q, kv, 0, decoder.scale)))
-                    row["attn_ms_all_layers"] = round(self.timed_ms(attn, a.kv_steps) * len(decoder.layers), 3)
-                    kv.drop()
-                    del kv
-                except Exception as exc:  # noqa: BLE001 - the other rows still run
-                    row.update(_error(exc))
-                _free()
-                self.report.write()
-        failed = [r for r in rec["rows"] if "error" in r]
-        if failed:
-            raise RuntimeError(f"{len(failed)} of {len(rec['rows'])} rows failed: {failed[0]['error']}")
+                self.measure(rec["rows"], {"pages": pages, "mode": mode}, row_of, 20)
+        _raise_failed(rec["rows"])
 
     def _filled(self, decoder: Any, reference: int, window: int, resident: int, seed: int) -> tuple[Any, int]:
         """A cache in its end-of-document state, random keys made on the device."""
@@ -1053,6 +1015,12 @@ class Check:
                                if steps[n].get("status") not in ("ok", None) and steps[n].get("error") != NOT_ASKED}
         rec.update(out)
         print(markdown(self.report.data | {"steps": {**steps, "summary": {**rec, "status": "ok"}}}, short=True))
+
+
+def _raise_failed(rows: list[dict[str, Any]]) -> None:
+    failed = [r for r in rows if "error" in r]
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {len(rows)} runs failed: {failed[0]['error']}")
 
 
 def _shape(mode: str, pages: int, a: argparse.Namespace, window: int) -> tuple[int, int, int]:
