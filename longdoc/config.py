@@ -176,7 +176,9 @@ class OpenAISettings(_Section):
                                      "waiting out 429 and 503 answers in all (Retry-After honoured, else a capped "
                                      "exponential backoff); then its pages go down the recovery ladder")
     max_pages_per_request: int | None = Field(default=None, ge=1, description="None = the profile's")
-    max_tokens_per_page: int | None = Field(default=None, ge=16, description="None = the profile's")
+    max_tokens_per_page: int | None = Field(default=None, ge=16, description="a request asks for this × its pages "
+                                            "(never more than the context leaves); None = the profile's recipe: "
+                                            "8192 for one page, what the context leaves for several")
     prompt: str | None = Field(default=None, description="overrides the profile's prompt (generic profile)")
     fallback_engine: str | None = Field(default="rapidocr", description="CPU engine for pages the model "
                                         "cannot produce whole; None = such pages fail")

@@ -16,6 +16,10 @@ several, ``page 1`` for one). Streaming requests get the text in
 ``finish`` (body, number of images) gives each answer's ``finish_reason``
 (default ``"stop"``; ``"length"``: cut at ``max_tokens``).
 
+``GET /v1/models`` lists one model, ``model`` (default ``recording-model``;
+a recipe's served name, to compare a request's ``model`` with it), with
+``max_model_len`` (default 32,768).
+
 ``reply`` (body, number of the request from 0) may answer otherwise: a
 :class:`Reply` with an HTTP error status, headers (``Retry-After``) and a
 message, or the answer trickled (``trickle_s`` between pieces of it, then
@@ -67,8 +71,11 @@ class Reply:
 class RecordingServer:
     def __init__(self, answer: Callable[[dict[str, Any], int], str] = default_answer, delta_chars: int = 16,
                  usage_chunk: bool = False, reply: Callable[[dict[str, Any], int], Reply | None] | None = None,
-                 finish: Callable[[dict[str, Any], int], str] = lambda body, images: "stop") -> None:
+                 finish: Callable[[dict[str, Any], int], str] = lambda body, images: "stop",
+                 model: str = MODEL, max_model_len: int = 32768) -> None:
         self.answer = answer
+        self.model = model
+        self.max_model_len = max_model_len
         self.finish = finish
         self.delta_chars = delta_chars
         self.usage_chunk = usage_chunk
@@ -130,7 +137,8 @@ def _handler(server: RecordingServer) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             if self.path == "/v1/models":
-                self._json(200, {"object": "list", "data": [{"id": MODEL, "max_model_len": 32768}]})
+                self._json(200, {"object": "list", "data": [{"id": server.model,
+                                                             "max_model_len": server.max_model_len}]})
             elif self.path == "/health":
                 self._json(200, {"status": "ok"})
             else:
@@ -152,7 +160,7 @@ def _handler(server: RecordingServer) -> type[BaseHTTPRequestHandler]:
             text = server.answer(body, len(image_urls(body)))
             finish = server.finish(body, len(image_urls(body)))
             if not body.get("stream"):
-                completion = {"object": "chat.completion", "model": MODEL, "choices": [
+                completion = {"object": "chat.completion", "model": server.model, "choices": [
                     {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}]}
                 if reply is None:
                     self._json(200, completion)

@@ -114,15 +114,21 @@ def test_checks_refuse_truncated_looping_and_miscounted_answers():
 
 def test_profiles_shape_prompts_for_each_server():
     unlimited = PROFILES["unlimited-ocr"]
-    # vLLM recipe models/baidu/Unlimited-OCR.yaml: "must begin with a literal <image>\\n"
-    assert unlimited.prompt(1, "vllm") == "<image>\ndocument parsing."
-    assert unlimited.prompt(3, "vllm") == "<image>\n<image>\n<image>\nMulti page parsing."
+    # vllm-project/recipes @ 8959cf64189c71d36e11c6a30335f923f261b1f7 : models/baidu/Unlimited-OCR.yaml:
+    # "prompt text must begin with a literal `<image>` (e.g. `<image>document parsing.`)"; several pages:
+    # huggingface/transformers @ 0acc0cee3ca5434557e0886b6afadeda59ddccd4 :
+    # docs/source/en/model_doc/unlimited_ocr.md, "<image>" * num_pages + "Multi page parsing."
+    assert unlimited.prompt(1, "vllm") == "<image>document parsing."
+    assert unlimited.prompt(3, "vllm") == "<image><image><image>Multi page parsing."
     assert unlimited.prompt(3, "sglang") == "Multi page parsing."
     assert unlimited.ngram.args(1) == {"ngram_size": 35, "window_size": 128}
     assert unlimited.ngram.args(4) == {"ngram_size": 35, "window_size": 1024}
     deepseek = PROFILES["deepseek-ocr-2"]
-    # vLLM recipe (online): no placeholder in the text, the image part first (vLLM adds "<image>\\n")
-    assert deepseek.prompt(1, "vllm") == "<|grounding|>Convert the document to markdown."
+    # vllm-project/recipes @ 8959cf64… : models/deepseek-ai/DeepSeek-OCR-2.yaml: the offline prompt less the
+    # "<image>\n" vLLM adds (the image part goes first); sgl-project/sglang @ c2fc3fce… :
+    # docs/basic_usage/deepseek_ocr.md: the placeholder in the text
+    assert deepseek.prompt(1, "vllm") == "<|grounding|>Convert the document to markdown. "
+    assert deepseek.prompt(1, "sglang") == "<image>\n<|grounding|>Convert the document to markdown."
     assert deepseek.ngram.args(1)["whitelist_token_ids"] == [128821, 128822]
     assert PROFILES["paddleocr-vl"].prompt(1, "vllm") == "OCR:"
     assert PROFILES["generic"].prompt(1, "vllm", "Read this.") == "Read this."

@@ -11,10 +11,18 @@ completions API, shaped by the model's profile
                            dropped (each page has one owner)
       one-page profile:    one request per owned page, concurrently
 
-Admission is by tokens: a group costs ``visual_tokens_per_page`` × pages
-sent + ``output_tokens_per_page`` × owned pages, against
-``inference.openai.kv_budget_tokens`` (see the pipeline's watermark), and
-no more than ``max_concurrency`` requests are in flight.
+Admission is by tokens: a group costs the visual tokens of every page it
+sends, each counted as the server counts it in the request that carries it
+(:meth:`Profile.visual_tokens <longdoc.engines.openai.profiles.Profile.visual_tokens>`:
+an Unlimited-OCR page alone is tiled, 273 tokens plus its tiles'; in a
+request of several, 273), + ``output_tokens_per_page`` × owned pages,
+against ``inference.openai.kv_budget_tokens`` (see the pipeline's
+watermark), and no more than ``max_concurrency`` requests are in flight.
+A request's ``max_tokens`` is the recipe's for one page and what the
+context leaves for several (:meth:`OpenAIEngine.max_tokens`).
+
+Pages are sent as PNG, lossless, as Baidu's ``infer.py`` sends its renders
+(see :func:`data_uri`).
 
 Never a silent truncation. An answer that stopped at ``max_tokens``, ends in
 a repetition loop, holds the wrong number of pages, is empty, or never
@@ -61,13 +69,21 @@ from longdoc.engines.fallback import Fallback
 from longdoc.engines.openai.checks import Incomplete, check_answer, check_pages
 from longdoc.engines.openai.client import Answer, BusyBudget, ModelClient, RequestFailed, ServerFacts
 from longdoc.engines.parsers import split_pages
-from longdoc.engines.openai.profiles import SGLANG_NGRAM_PROCESSOR, get_profile
+from longdoc.engines.openai.profiles import PROMPT_TOKENS, SGLANG_NGRAM_PROCESSOR, get_profile
 from longdoc.errors import EngineFailed, EngineUnavailable, JobCancelled
 from longdoc.model import FALLBACK_PRODUCER, ErrorInfo, Page, PageFlag, PageStatus
 
 log = logging.getLogger(__name__)
 
-JPEG_QUALITY = 90
+#: zlib level of the PNG pages are sent as. A 1700×2200 px page (200 dpi
+#: letter) on this 2-core AMD EPYC, Pillow 13.0.0, median of 5: a clean
+#: render of text lines 60 ms (0.44 MB) at level 1, 92 ms (0.38 MB) at 6,
+#: 9 ms as JPEG q90 (0.73 MB); the same page with scanner noise (±6 grey
+#: levels) 206 ms (4.09 MB) at 1, 895 ms (4.04 MB) at 6, 12 ms as JPEG q90
+#: (1.19 MB). Level 1: nearly level 6's size at a quarter of its time.
+PNG_COMPRESS_LEVEL = 1
+#: a page of unknown size is costed as US letter (points)
+DEFAULT_PAGE_PT = (612.0, 792.0)
 
 
 class OpenAIEngine:
@@ -148,9 +164,27 @@ class OpenAIEngine:
         return OpenAISession(self)
 
     def group_cost(self, plan: GroupPlan) -> int:
-        """Estimated KV tokens: every page sent, plus the owned pages' answers."""
-        sent = len(plan.owned) + len(plan.context)
-        return sent * self.profile.visual_tokens_per_page + len(plan.owned) * self.profile.output_tokens_per_page
+        """Estimated KV tokens: the visual tokens of every page sent, each
+        counted from its size at ``plan.dpi`` as the server counts it in the
+        request the group sends it in (:meth:`planned_requests`), plus the
+        owned pages' expected answers."""
+        visual = sum(self.profile.visual_tokens(*_pixels(plan, n), len(request))
+                     for request in self.planned_requests(plan) for n in request)
+        return visual + len(plan.owned) * self.profile.output_tokens_per_page
+
+    def planned_requests(self, plan: GroupPlan) -> list[list[int]]:
+        """The pages of each request a group is sent in when every answer
+        is usable: one request per owned page (one-page profiles), or
+        ``pages_per_request`` owned pages a request, the first carrying the
+        context pages before them."""
+        owned = list(plan.owned)
+        if not self.profile.multi_page:
+            return [[n] for n in owned]
+        size = self.pages_per_request
+        requests = [owned[i:i + size] for i in range(0, len(owned), size)]
+        if requests:
+            requests[0] = [*plan.context, *requests[0]]
+        return requests
 
     def health(self) -> bool:
         """The model server answers ``/health`` and ``GET /v1/models`` (with
@@ -176,31 +210,62 @@ class OpenAIEngine:
         return ModelClient(self.config.base_url, key, self.config.timeout_seconds, self.config.retries,
                            _CountingSemaphore(self), self.transport, busy_wait_s=self.config.busy_wait_seconds)
 
-    def max_tokens(self, pages: int) -> int:
-        per_page = self.config.max_tokens_per_page or self.profile.max_tokens_per_page
-        context = (self.facts.max_model_len if self.facts and self.facts.max_model_len else None) or self.profile.context_tokens
-        room = context - pages * self.profile.visual_tokens_per_page - 64
-        return max(16, min(per_page * pages, room))
+    def context_tokens(self) -> int:
+        """The model's context: the server's ``max_model_len``, else the profile's."""
+        served = self.facts.max_model_len if self.facts else None
+        return served or self.profile.context_tokens
 
-    def request_body(self, images: list[str], pages: int) -> dict[str, Any]:
-        """A chat completion for ``images`` (data URIs), as the profile and
-        the server kind ask for it."""
+    def max_tokens(self, pages: int, visual_tokens: int) -> int:
+        """``max_tokens`` of a request of ``pages`` pages whose images are
+        ``visual_tokens`` placeholder tokens. Asked for:
+        ``inference.openai.max_tokens_per_page`` × pages when set (an explicit
+        setting wins over the profile's), else the profile's (its recipe's)
+        for one page, and what the context leaves for several (no recipe
+        sets one; Unlimited-OCR's HF doc asks for the whole context). Never
+        more than the context leaves (context − ``visual_tokens`` −
+        :data:`PROMPT_TOKENS`): vLLM and SGLang refuse a request past it
+        with a 400; never fewer than 16."""
+        room = self.context_tokens() - visual_tokens - PROMPT_TOKENS
+        if self.config.max_tokens_per_page:
+            wanted = self.config.max_tokens_per_page * pages
+        else:
+            wanted = self.profile.max_tokens if pages == 1 else room
+        return max(16, min(wanted, room))
+
+    def request_body(self, images: list[str], visual_tokens: int) -> dict[str, Any]:
+        """A chat completion for ``images`` (data URIs, one per page) whose
+        placeholders are ``visual_tokens`` tokens, as the profile's recipe
+        for the server kind writes it (see
+        :mod:`longdoc.engines.openai.profiles`). Besides the recipe's fields
+        longdoc sends ``model`` (the served model), ``stream`` (its setting)
+        and ``max_tokens`` where the recipe has none, and on SGLang for
+        DeepSeek-OCR-2 the vLLM recipe's sampling fields."""
         profile, config = self.profile, self.config
+        pages = len(images)
         body: dict[str, Any] = {
             "model": self.facts.model if self.facts else config.model,
             "messages": [{"role": "user", "content": profile.content(images, config.server, config.prompt)}],
-            "temperature": 0.0, "max_tokens": self.max_tokens(pages), "stream": config.stream,
+            "max_tokens": self.max_tokens(pages, visual_tokens), "temperature": 0.0,
         }
         if profile.keep_special_tokens:
             body["skip_special_tokens"] = False
-        if profile.ngram is not None and config.server == "vllm":
-            body["vllm_xargs"] = profile.ngram.args(pages)
-        if profile.ngram is not None and config.server == "sglang":
-            body["custom_logit_processor"] = SGLANG_NGRAM_PROCESSOR
-            body["custom_params"] = profile.ngram.args(pages)
-        if profile.name == "unlimited-ocr" and config.server == "sglang":
-            body["images_config"] = {"image_mode": "base" if pages > 1 else "gundam"}
+        body.update(self._server_fields(pages))
+        body["stream"] = config.stream
         return body
+
+    def _server_fields(self, pages: int) -> dict[str, Any]:
+        """The no-repeat-n-gram guard's fields for the server kind, and on
+        SGLang the image mode (crop for one page, base for several)."""
+        profile, server = self.profile, self.config.server
+        fields: dict[str, Any] = {}
+        if server == "sglang" and profile.image_modes is not None:
+            fields["images_config"] = {"image_mode": profile.image_modes[0 if pages == 1 else 1]}
+        if profile.ngram is not None and server == "vllm":
+            fields["vllm_xargs"] = profile.ngram.args(pages)
+        if profile.ngram is not None and server == "sglang":
+            fields["custom_logit_processor"] = SGLANG_NGRAM_PROCESSOR
+            fields["custom_params"] = profile.ngram.args(pages)
+        return fields
 
     def _count(self, delta: int) -> None:
         with self._count_lock:
@@ -226,12 +291,14 @@ class _CountingSemaphore:
 class _Shown:
     """A page as sent: its data URI in a request of several pages
     (``uri``) and of one page (``uri_one``: crop mode's resolution where the
-    profile has one), and its size in points."""
+    profile has one), its size in points, and its render's in pixels
+    (width, height)."""
 
     page: int
     uri: str
     width_pt: float
     height_pt: float
+    pixels: tuple[int, int]
     uri_one: str | None = None
 
     def uri_for(self, pages: int) -> str:
@@ -327,7 +394,8 @@ class OpenAISession:
                  recovery: list[str]) -> dict[int, Page]:
         shown = work.shown
         sent = [*context, *owned]
-        body = self.engine.request_body([shown[n].uri_for(len(sent)) for n in sent], len(sent))
+        visual = sum(self.engine.profile.visual_tokens(*shown[n].pixels, len(sent)) for n in sent)
+        body = self.engine.request_body([shown[n].uri_for(len(sent)) for n in sent], visual)
         answer = self.client.complete(body, self._cancelled.is_set, work.busy)
         if self._cancelled.is_set():
             raise JobCancelled("The document's requests were cancelled.")
@@ -388,12 +456,14 @@ class OpenAISession:
             one = profile.image_size(width, height, 1)
             uri = data_uri(image, size=several or one)
             uri_one = data_uri(image, size=one) if several is not None and one != several else None
-            yield _Shown(image.page, uri, image.width_pt, image.height_pt, uri_one)
+            yield _Shown(image.page, uri, image.width_pt, image.height_pt, (width, height), uri_one)
 
 
 def data_uri(image: PageImage, max_side: int | None = None, *, size: tuple[int, int] | None = None) -> str:
-    """The page as a JPEG data URI: resized to ``size`` (width, height)
-    when given, else its longest side at most ``max_side`` pixels."""
+    """The page as a PNG data URI (``data:image/png;base64,…``: lossless, as
+    Baidu's Unlimited-OCR ``infer.py`` sends its PNG renders; zlib level
+    :data:`PNG_COMPRESS_LEVEL`): resized to ``size`` (width, height) when
+    given, else its longest side at most ``max_side`` pixels."""
     picture = Image.fromarray(image.image)
     if size is None and max_side is not None:
         scale = max_side / max(picture.size)
@@ -402,8 +472,17 @@ def data_uri(image: PageImage, max_side: int | None = None, *, size: tuple[int, 
     if size is not None and size != picture.size:
         picture = picture.resize(size, Image.Resampling.LANCZOS)
     buffer = io.BytesIO()
-    picture.convert("RGB").save(buffer, format="JPEG", quality=JPEG_QUALITY)
-    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    picture.convert("RGB").save(buffer, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _pixels(plan: GroupPlan, number: int) -> tuple[int, int]:
+    """Page ``number``'s render size in pixels at ``plan.dpi`` (a page of
+    unknown or zero size: US letter's)."""
+    width, height = plan.sizes.get(number) or DEFAULT_PAGE_PT
+    if width <= 0 or height <= 0:
+        width, height = DEFAULT_PAGE_PT
+    return (max(1, round(width * plan.dpi / 72)), max(1, round(height * plan.dpi / 72)))
 
 
 def _failed(number: int, shown: _Shown, recovery: list[str], why: str) -> Page:
