@@ -338,8 +338,9 @@ class Check:
     def decode_document(self, engine: Any, images: list[Any], steps: int | None) -> dict[str, Any]:
         """The document through one session, group by group (the real path:
         session → scheduler), stopped after ``steps`` decode steps (None:
-        to its end). Returns the model's own tokens (before the first the
-        engine fed itself), the logits each was chosen from, and more."""
+        to its end). Returns, for a document of one group, the model's own
+        tokens (before the first the engine fed itself) and the logits each
+        was chosen from; and for any, the steps, seconds and KV figures."""
         from longdoc.engines.base import GroupPlan, PageGroup
         from longdoc.errors import JobCancelled
         from longdoc.plan.groups import plan_groups
@@ -383,7 +384,8 @@ class Check:
             self.sync()
             seq = session.sequence
             own = seq.forced[0] if seq.forced else len(seq.generated)
-            return dict(tokens=seq.generated[:own], all_tokens=list(seq.generated), logits=logits[:own],
+            one = g.index == 0
+            return dict(tokens=seq.generated[:own] if one else None, logits=logits[:own] if one else None,
                         stopped=stopped, steps=state["steps"], seconds=time.perf_counter() - t0,
                         kv_bytes=seq.kv.nbytes if seq.kv is not None else None, reserved=seq.peak_bytes())
         finally:
@@ -638,7 +640,7 @@ class Check:
             window = nm.sliding_window
             seq = DocumentSequence(nm, window, a.group_chunk, a.group_tokens, guard=NGramGuard(0))
             embeds = {i.page: nm.encode_page(i.image) for i in images}
-            per_group, fed = [], 0
+            per_group, chosen, fed = [], [], 0
             for g in plan:
                 pages = [p + 1 for p in range(g.start, g.end)]
                 new = [(p, embeds[p]) for p in pages if p not in seq.resident_pages]
@@ -656,8 +658,9 @@ class Check:
                     seq.accept(forced[fed] if forced is not None else int(out.argmax()))
                     fed += 1
                 per_group.append(logits)
+                chosen += seq.generated
             seq.close()
-            return per_group, list(seq.generated)
+            return per_group, chosen
 
         truth, tokens = run("float32", None)
         low, _ = run("bfloat16", tokens)

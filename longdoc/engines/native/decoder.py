@@ -34,7 +34,7 @@ Mode = Literal["rswa", "srswa"]
 
 
 class Decoder:
-    def __init__(self, text_model: Any, lm_head: torch.nn.Module, mode: Mode = "srswa",
+    def __init__(self, text_model: Any, lm_head: torch.nn.Module, mode: Mode = "rswa",
                  srswa: SrswaSettings | None = None, layers: int | None = None) -> None:
         config = text_model.config
         self.config = config

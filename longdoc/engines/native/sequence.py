@@ -89,7 +89,7 @@ class DocumentSequence:
         self.guard = guard or NGramGuard()
         #: the last ids of the sequence: the reference's then the generated ones (the guard's window)
         self.history: deque[int] = deque(maxlen=max(1, self.guard.window))
-        #: every token the model chose, in order (separators and EOS included)
+        #: every token the model chose in this group, in order (separators and EOS included)
         self.generated: list[int] = []
         #: indexes into ``generated`` before which the engine fed a token of its own instead
         #: of the model's last (a <PAGE> after a cut page, or after an early EOS)
@@ -136,6 +136,7 @@ class DocumentSequence:
         self.position = position
         self.pages = [PageText(p) for p in transcribe]
         self._current = 0
+        self.generated, self.forced = [], []  # a group's own: a document's would grow with its length
         if first:
             self._take(self.guard.choose(logits, self.history))
         elif self.ended:  # the model ended the document early: ask for the next page
