@@ -27,7 +27,7 @@ def test_a_job_runs_on_the_native_engine_and_its_kv_figures_are_on_metrics(start
     # how many sequences the configured budget admits, against max_sequences, at the checkpoint's window
     assert checks["kv_budget_bytes"] == 64 * 2**20 and checks["max_sequences"] == 16 and checks["window"] == 128
     assert checks["kv_sequences_fit"] == int(0.8 * 64 * 2**20) // checks["kv_sequence_bytes"]
-    assert checks["engine_version"].endswith("/srswa-w128")
+    assert checks["engine_version"].endswith("/rswa-w128")
     key = srv.create_key("native")
     with srv.http(key) as http:
         job = accepted(submit(http, sample_pdf, {"pages": "3-5", "ocr": "force", "formats": ["json"]}))
