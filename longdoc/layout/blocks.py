@@ -28,15 +28,51 @@ Lines in the same row (OCR fragments of one line) always continue.
 **one LIST block whose text has one line per item**, markers kept as
 printed; two or more consecutive contents entries form one such LIST
 too, see :func:`classify`), HEADING (numbered on its own line → level =
-number of parts, or noticeably taller than the body text → level by size;
-a line whose box alone is taller, running on as body text, is no
+number of parts, or set noticeably larger than the body text → level by
+size; a line whose box alone is taller, running on as body text, is no
 heading: :func:`_runs_on_as_body`), TITLE (on page 1
-only: the tallest of the headings that come before any other text, in the
-top third of the page, at least 1.5 × body size),
+only: the largest of the headings that come before any other text, in the
+top third of the page, set much larger than the body: :func:`_title_sized`),
 PARAGRAPH otherwise. :func:`join_across_columns` then merges a paragraph
 continued from the bottom of one column to the top of the next. Code
 listings are found before (:mod:`~longdoc.layout.code`) and pass through
 :func:`classify` as they are.
+
+How large a line's type is (:meth:`Metrics.ratio`, against the body's):
+
+- the body is the page's running text: its proportional lines, not the
+  lines of a code listing (``Line.pitch``), which are usually set smaller
+  (a listing in 9 pt under 11 pt prose put the prose at 1.22 × "the body",
+  against a heading threshold of 1.25) — unless the page has fewer than
+  :data:`MIN_TEXT_LINES` of them;
+- on OCR boxes a line's size is read from its **width per character cell**
+  (:func:`~longdoc.layout.text.cells`) against the body's, not from its box
+  height. Type set larger is wider in proportion, and an OCR box's width
+  hardly moves with anything but the type, whereas its height does: a
+  skewed scan adds the line's width × the skew angle to it (a 450 pt line
+  at 0.3° gains 2.4 pt, a 120 pt heading 0.6 pt), the letters in the line
+  add or take ascenders and descenders ("reached." has a box 20 % lower
+  than a line with a "p" in it), and the detector's coordinates come on a
+  grid of ~0.85 pt at 200 dpi (5 % of a body line). On scans of 11 pt prose
+  under 14 pt bold headings (``tests/docgen``, skewed up to 1°, both
+  runtimes) the headings' boxes came out 0.7–1.2 × the body's and body
+  lines' 0.6–1.4 ×: a height threshold sat inside both spreads, and which
+  side a line fell on changed with the runtime, the recognizer and the
+  processor. Widths per cell on the same scans: body lines at most 1.10,
+  headings 1.37–1.59, titles (20 pt bold) 2.09–2.25 — the thresholds
+  (:data:`TALL_FACTOR` 1.25, :data:`TITLE_WIDTH` 1.8) lie well clear of
+  each side. A line as wide as the body's full lines needs
+  :data:`WIDE_TALL_FACTOR` (1.4): justifying it stretched its spaces (a
+  loose line's characters read up to ~1.3 × the body's). A line of fewer
+  than :data:`WIDTH_CELLS` cells (a lone "1", "ix") has too few characters
+  to measure that way and is measured by its height;
+- a text layer's boxes are exact (their height is the font's size, and a
+  row joined across a wide gap would read as wide type): there the height
+  is the measure;
+- a line set in a fixed-pitch font (``Line.pitch``, a code line) is
+  measured by that pitch, which the engine read off the image's character
+  grid: a recognizer that drops the spaces of ``if (x0 < 0)`` shortens the
+  text by a third but not the pitch.
 """
 
 from __future__ import annotations
@@ -44,11 +80,12 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from longdoc.layout.contents import entry_lines
 from longdoc.layout.geometry import LineBox, h_overlap, same_row
 from longdoc.layout.text import (
+    cells,
     ends_sentence,
     has_list_marker,
     is_label,
@@ -59,10 +96,23 @@ from longdoc.layout.text import (
 )
 from longdoc.model import BlockKind, TableCell
 
+#: a line set this many times the body's size (:meth:`Metrics.ratio`) or more is heading-tall ...
 TALL_FACTOR = 1.25
+#: ... and one as wide as the body's full lines (WIDE_FRACTION) this many: a justified line's spaces are
+#: stretched (a loose one's characters read up to ~1.3 × wide), an OCR box may be drawn loose around it
 WIDE_TALL_FACTOR = 1.4
 WIDE_FRACTION = 0.9
+#: the title is set this many times the body's size by its box's height (:func:`_title_sized`) ...
 TITLE_FACTOR = 1.5
+#: ... or this many times by its characters' width: bold type widens a section heading set
+#: 1.27 × the body to 1.4–1.66 × by width, a title (1.8 × and more) is wider still
+TITLE_WIDTH = 1.8
+#: fewest character cells a line needs to be measured by its width per cell
+WIDTH_CELLS = 4
+#: fewest cells of the lines the body's width per cell is measured on
+ADVANCE_CELLS = 8
+#: fewest proportional (non-listing) lines for them alone to be the body
+MIN_TEXT_LINES = 3
 PARA_PITCH_FACTOR = 1.45
 INDENT_LINES = 0.6
 SHORT_LINE_FRACTION = 0.15
@@ -90,12 +140,16 @@ class Metrics:
     """Page-level measures the rules compare against (points)."""
 
     line_height: float
-    size: float  # typical height of the engine's boxes (text size)
+    size: float  # typical height of the engine's boxes of the body's running text (text size)
     pitch: float
     line_width: float
     page_height: float
     page: int
     char_width: float = 0.0  # typical points per character of the body's lines
+    #: typical points per character cell (:func:`~longdoc.layout.text.cells`) of the body's running text
+    advance: float = 0.0
+    #: the boxes are a text layer's (exact: a box's height is its type's size), not an OCR engine's
+    exact: bool = False
 
     @property
     def paragraph_step(self) -> float:
@@ -103,21 +157,66 @@ class Metrics:
         of one paragraph; a longer one is a paragraph gap."""
         return max(PARA_PITCH_FACTOR * self.pitch, self.pitch + 0.5 * self.line_height)
 
+    def height_ratio(self, l: LineBox) -> float:
+        """The line's box height against the body's."""
+        return l.size / self.size if self.size > 0 else 1.0
+
+    def width_ratio(self, l: LineBox) -> float | None:
+        """The line's width per character cell (:func:`per_cell`) against the
+        body's; None for a text layer's line, a line too short to measure, or
+        a page with nothing to compare with."""
+        width = per_cell(l)
+        if self.exact or self.advance <= 0 or width is None:
+            return None
+        return width / self.advance
+
+    def ratio(self, l: LineBox) -> float:
+        """How many times the body's size the line's type is: by its width per
+        cell on OCR boxes, by its height otherwise (module docstring)."""
+        width = self.width_ratio(l)
+        return self.height_ratio(l) if width is None else width
+
     def tall(self, l: LineBox) -> bool:
-        """Heading-tall. A line as wide as the body's lines (not wider) must be clearly
-        taller (:data:`WIDE_TALL_FACTOR`): an OCR box drawn a little loose
-        around a body line is not a heading."""
-        wide = self.line_width > 0 and WIDE_FRACTION * self.line_width <= l.w <= self.line_width / WIDE_FRACTION
-        return l.size >= (WIDE_TALL_FACTOR if wide else TALL_FACTOR) * self.size
+        """Heading-tall: set :data:`TALL_FACTOR` × the body's size or more —
+        :data:`WIDE_TALL_FACTOR` × for a line as wide as the body's full
+        lines (not wider): a justified line's stretched spaces widen it, an
+        OCR box drawn a little loose around a body line heightens it; neither
+        makes it a heading. A line measured by its fixed pitch has neither."""
+        by_pitch = bool(l.line.pitch) and self.width_ratio(l) is not None
+        wide = (self.line_width > 0 and not by_pitch
+                and WIDE_FRACTION * self.line_width <= l.w <= self.line_width / WIDE_FRACTION)
+        return self.ratio(l) >= (WIDE_TALL_FACTOR if wide else TALL_FACTOR)
 
 
-def measure(ordered: Sequence[LineBox], line_height: float, page_height: float, page: int) -> Metrics:
-    """Typical pitch (centre-to-centre distance of consecutive lines in one
-    column) and full line width (upper quartile: paragraphs' last lines are
-    short) of body-sized lines."""
-    sizes = [l.size for l in ordered if l.size > 0 and len(l.text.strip()) >= 2]
+def per_cell(l: LineBox, min_cells: int = WIDTH_CELLS) -> float | None:
+    """Points per character cell of ``l``: the grid's pitch that the engine
+    measured in the image for a line in a fixed-pitch font (``Line.pitch``;
+    a recognizer that drops the spaces of ``if (x0 < 0)`` does not change
+    it), else the box's width over its text's :func:`~longdoc.layout.text.cells`
+    — None when those are fewer than ``min_cells``."""
+    if l.line.pitch:
+        return l.line.pitch
+    n = cells(l.text)
+    return l.w / n if n >= min_cells else None
+
+
+def measure(ordered: Sequence[LineBox], line_height: float, page_height: float, page: int, *,
+            exact: bool = False) -> Metrics:
+    """The body's size (box height and width per cell, medians over its
+    running text: the lines without a ``pitch`` when there are
+    :data:`MIN_TEXT_LINES` of them, else all), then the typical pitch
+    (centre-to-centre distance of consecutive lines in one column) and full
+    line width (upper quartile: paragraphs' last lines are short) of the
+    lines not set larger than it. ``exact``: the boxes are a text layer's."""
+    text = [l for l in ordered if l.line.pitch is None]
+    if len(text) < MIN_TEXT_LINES:
+        text = list(ordered)
+    sizes = [l.size for l in text if l.size > 0 and len(l.text.strip()) >= 2]
     size = statistics.median(sizes) if sizes else line_height
-    body = [l for l in ordered if l.size < TALL_FACTOR * size]
+    advances = [w for l in text if (w := per_cell(l, ADVANCE_CELLS)) is not None]
+    sized = Metrics(line_height=line_height, size=size, pitch=0.0, line_width=0.0, page_height=page_height,
+                    page=page, advance=statistics.median(advances) if advances else 0.0, exact=exact)
+    body = [l for l in ordered if not sized.tall(l)]
     pitches = [
         b.cy - a.cy
         for a, b in zip(body, body[1:])
@@ -125,13 +224,10 @@ def measure(ordered: Sequence[LineBox], line_height: float, page_height: float, 
     ]
     widths = [l.w for l in body if len(l.text.strip()) >= 2]
     per_char = [l.w / len(l.text.strip()) for l in body if len(l.text.strip()) >= 8]
-    return Metrics(
-        line_height=line_height,
-        size=size,
+    return replace(
+        sized,
         pitch=statistics.median(pitches) if pitches else 1.2 * line_height,
         line_width=statistics.quantiles(widths, n=4)[-1] if len(widths) > 1 else sum(widths),
-        page_height=page_height,
-        page=page,
         char_width=statistics.median(per_char) if per_char else 0.5 * line_height,
     )
 
@@ -203,7 +299,9 @@ def _follows(block: list[LineBox], prev: LineBox, l: LineBox, m: Metrics) -> boo
         return False
     if m.tall(prev) != m.tall(l):
         return _runs_on_as_body(prev, l, m)
-    scale = max(prev.size, l.size) / m.size if m.tall(l) else 1.0
+    # lines set larger step down further, by their size; two heading-tall lines of different sizes (a title,
+    # the author's line under it) are one heading only within the smaller one's step
+    scale = min(m.ratio(prev), m.ratio(l)) if m.tall(l) else 1.0
     return l.cy - prev.cy <= scale * m.paragraph_step
 
 
@@ -312,11 +410,10 @@ def _classify_run(run: list[LineBox], m: Metrics) -> Draft:
     level = numbered_heading_level(run[0], m)
     if level is not None and len(run) == 1:
         return Draft(BlockKind.HEADING, list(run), text, level)
-    height = statistics.median(l.size for l in run)
+    ratio = statistics.median(m.ratio(l) for l in run)
     rows = 1 + sum(not same_row(a, b) for a, b in zip(run, run[1:]))
-    if height >= TALL_FACTOR * m.size and any(m.tall(l) for l in run) and rows <= MAX_HEADING_ROWS \
+    if ratio >= TALL_FACTOR and any(m.tall(l) for l in run) and rows <= MAX_HEADING_ROWS \
             and len(text) <= MAX_HEADING_CHARS:
-        ratio = height / m.size
         size_level = next(lv for r, lv in SIZE_LEVELS if ratio >= r)
         return Draft(BlockKind.HEADING, list(run), text, size_level)
     return Draft(BlockKind.PARAGRAPH, list(run), text)
@@ -380,6 +477,25 @@ def _mark_title(drafts: list[Draft], m: Metrics) -> None:
     heads = [d for d in drafts[:first_text] if d.lines[0].y0 < m.page_height / 3]
     if not heads:
         return
-    best = max(heads, key=lambda d: statistics.median(l.size for l in d.lines))
-    if statistics.median(l.size for l in best.lines) >= TITLE_FACTOR * m.size:
+    best = max(heads, key=lambda d: statistics.median(m.ratio(l) for l in d.lines))
+    if _title_sized(best, m):
         best.kind, best.level = BlockKind.TITLE, None
+
+
+def _title_sized(d: Draft, m: Metrics) -> bool:
+    """The heading ``d`` is set as a title: (OCR) its characters
+    :data:`TITLE_WIDTH` × the body's width per cell or more, or its box
+    :data:`TITLE_FACTOR` × the body's height or more with its characters
+    set larger too (:data:`TALL_FACTOR`; a text layer's line by its box
+    alone). Bold type widens a section heading's characters beyond its
+    size (a 14 pt bold heading over 11 pt text reads 1.4–1.66 × by width,
+    1.27 × by size) but not to 1.8 ×, which a title set 1.8 × the body or
+    more reaches by its size alone; and a section heading's box on a scan
+    reads 0.7–1.2 × the body's, well under the 1.5 × a smaller title's box
+    must show (with its characters wider too) to be a title."""
+    widths = [w for l in d.lines if (w := m.width_ratio(l)) is not None]
+    width = statistics.median(widths) if widths else None
+    if width is not None and width >= TITLE_WIDTH:
+        return True
+    height = statistics.median(m.height_ratio(l) for l in d.lines)
+    return height >= TITLE_FACTOR and (width is None or width >= TALL_FACTOR)

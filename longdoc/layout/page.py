@@ -110,7 +110,7 @@ def _body(rec: Page, body: list[LineBox], exact_lines: bool, columnar: set[int])
     if not exact_lines:  # an OCR line merged across a gutter is split there
         regular = mend(regular, find_gutters(regular, h), h, gutter)
     ordered = reading_order(regular, gutter, min_column, columnar)
-    metrics = measure(ordered, h, rec.height, rec.number)
+    metrics = measure(ordered, h, rec.height, rec.number, exact=exact_lines)
     runs = [run for piece in take_listings(ordered, metrics)
             for run in ([piece] if isinstance(piece, Draft) else segment(piece, metrics))]
     main = join_across_columns(classify(runs, metrics))

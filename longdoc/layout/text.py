@@ -113,6 +113,22 @@ def join_lines(texts: list[str]) -> str:
     return out
 
 
+def cells(text: str) -> int:
+    """How many character cells ``text`` (stripped) fills: an East Asian wide
+    or full-width character (Han, kana, Hangul, full-width forms) counts two,
+    a combining mark or an invisible format character none, any other
+    character one — so a line's width per cell is about the same for a CJK
+    line and a Latin line of the same type size (a CJK character is about
+    one em wide, a Latin one about half)."""
+    return sum(_cell_width(ch) for ch in text.strip())
+
+
+def _cell_width(ch: str) -> int:
+    if unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
 def ends_sentence(text: str) -> bool:
     """True when ``text`` ends with sentence-ending punctuation (``.`` ``?``
     ``。`` …), possibly followed by closing quotes or brackets."""

@@ -266,6 +266,60 @@ def test_a_body_line_with_a_taller_box_is_no_heading_a_larger_line_is():
     ]
 
 
+#: RapidOCR's lines (ONNX Runtime, PP-OCRv6) of the scanned code listing page of
+#: tests/pipeline/test_code_scans.py (tests/docgen/listing.py: a 14 pt bold heading, 11 pt prose, a 9 pt
+#: listing; office_scan seed 3, skewed 0.31°): text, box (points), pitch. The heading's box is no taller than
+#: the prose's (the skew adds 2.5 pt to a 450 pt line's box, 0.7 pt to the heading's), the prose's is 1.28 ×
+#: the page's median box, which the smaller listing's lines pull down
+SCANNED_LISTING = [
+    ("Drawing paths", 71.0, 88.7, 191.6, 108.7, None),
+    ("The function below draws a path on the page. It walks the points one by one and", 69.8, 112.0, 522.7, 133.3,
+     None),
+    ("moves the pen to each of them in turn, giving up as soon as a point cannot be", 69.8, 129.0, 509.6, 148.1, None),
+    ("reached.", 71.0, 145.6, 123.9, 160.4, None),
+    ("static int draw_path(fz_context *ctx, const point *pts, int n)", 88.4, 166.8, 428.0, 184.2, 5.4),
+    ("{", 90.5, 182.5, 98.5, 191.4, 5.49),
+    ("int i, x0 = 0;", 110.0, 190.1, 190.3, 205.4, 5.49),
+    ("/*", 110.0, 213.1, 126.0, 227.1, 5.49),
+    ("* - each point is drawn once", 113.3, 223.7, 273.2, 240.2, 5.49),
+    ("*1", 115.0, 236.8, 132.8, 250.0, 5.4),
+    ("for (i = 0; i < n; i++) {", 109.1, 247.4, 251.6, 263.1, 5.4),
+    ("x0 = fz_lineto(ctx, pts[i].x, pts[i].y); /* next point */", 128.6, 258.9, 445.7, 277.1, 5.4),
+    ("if (x0 < 0)", 129.4, 269.9, 197.1, 286.9, 5.4),
+    ("return -1;", 153.1, 284.4, 211.9, 296.7, 5.4),
+    ("/* give up */", 238.1, 282.2, 315.5, 300.1, 5.4),
+    ("}", 110.8, 296.7, 118.8, 306.9, 5.4),
+    ("return x0;", 109.1, 306.0, 168.3, 320.9, 5.4),
+    ("}", 87.5, 317.5, 97.3, 330.6, 5.4),
+    ("The call to \\foo moves the pen to a point and returns where it ended; the other", 68.9, 337.0, 516.8, 356.1,
+     None),
+    ("calls of the manual take the same arguments in the same order.", 68.9, 353.5, 429.7, 370.1, None),
+]
+
+
+@pytest.mark.parametrize("steps", [(0, 0), (-2, 2), (-1, 1), (1, -1), (2, -2), (2, 2), (-2, -2)],
+                         ids=lambda s: f"heading{s[0]:+d}-prose{s[1]:+d}")
+def test_a_scanned_heading_over_prose_and_a_smaller_listing_is_no_knife_edge(steps):
+    """The heading stays a heading and the prose a paragraph however the
+    boxes' heights come out: each moved by up to two steps of the detector's
+    grid (0.85 pt at 200 dpi), the heading's down and the prose's up, or the
+    other way. (By box height the heading read 1.2 × the body and the first
+    prose line 1.28 ×, either side of 1.25, and flipped with the runtime.)"""
+    heading_step, prose_step = (0.85 * s for s in steps)
+    lines = []
+    for text, x0, y0, x1, y1, pitch in SCANNED_LISTING:
+        grow = heading_step if text == "Drawing paths" else prose_step if pitch is None else 0.0
+        lines.append(Line(text=text, bbox=BBox(x0=x0, y0=y0 - grow / 2, x1=x1, y1=y1 + grow / 2), confidence=0.95,
+                          page=1, pitch=pitch))
+    page = _laid_out(page_of(lines, 1, width=595.28, height=841.89))
+    assert [(b.kind, b.text[:24]) for b in page.main_blocks()] == [
+        (BlockKind.HEADING, "Drawing paths"),
+        (BlockKind.PARAGRAPH, "The function below draws"),
+        (BlockKind.CODE, "static int draw_path(fz_"),
+        (BlockKind.PARAGRAPH, "The call to \\foo moves t"),
+    ]
+
+
 def test_numbered_heading_without_space_after_it_is_its_own_block():
     col = Column(FULL, 90.0)
     col.rows(["3 Results", "The results are shown below and they are good for all of the test", "cases we ran."])

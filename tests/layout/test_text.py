@@ -3,6 +3,7 @@
 import pytest
 
 from longdoc.layout.text import (
+    cells,
     ends_sentence,
     has_list_marker,
     is_label,
@@ -103,3 +104,17 @@ def test_runs_on(a, b, on):
 )
 def test_is_label(text, label):
     assert is_label(text) is label
+
+
+@pytest.mark.parametrize(
+    ("text", "n"),
+    [
+        ("  Drawing paths ", 13),  # stripped; a space is a cell
+        ("年度经营情况概述", 16),  # a wide character is two cells: about an em, a Latin letter about half
+        ("第 2 页", 7),
+        ("e\u0301te\u0301", 3),  # a combining accent takes no cell
+        ("", 0),
+    ],
+)
+def test_cells(text, n):
+    assert cells(text) == n
