@@ -242,6 +242,7 @@ class Check:
         self.device = a.device
         self.dtype: Any = None
         self.models: dict[str, Any] = {}     # dtype name → UnlimitedOcrForConditionalGeneration
+        self.natives: dict[tuple[str, str], Any] = {}  # (dtype, attention) → NativeModel
         self.tokenizer: Any = None
         self.version = ""
 
@@ -316,10 +317,15 @@ class Check:
         return self.models[dtype]
 
     def native(self, dtype: str, attention: str = "rswa") -> Any:
+        """The engine's view of the model in ``dtype`` with ``attention`` (built once)."""
         from longdoc.engines.native.runtime import NativeModel
         from longdoc.engines.native.srswa import SrswaSettings
 
-        return NativeModel.build(self.model_in(dtype), self.tokenizer, self.version, attention, SrswaSettings())
+        key = (dtype, attention)
+        if key not in self.natives:
+            self.natives[key] = NativeModel.build(self.model_in(dtype), self.tokenizer, self.version, attention,
+                                                  SrswaSettings())
+        return self.natives[key]
 
     def engine(self, nm: Any, pages: int, overlap: int = 0, max_tokens_per_page: int = 8192,
                sequences: int = 1) -> Any:
