@@ -449,11 +449,27 @@ class AdminForbidden(Unauthorized):
 
 class KeyExpired(Unauthorized):
     """A known, unrevoked key past its ``expires_at`` (set at creation, or
-    the end of a rotated key's grace period)."""
+    the end of a rotated key's grace period). ``context`` may name the key's
+    ``tenant`` and ``key_id`` (for the audit trail); the answer never does."""
 
     code = "key_expired"
     hint = ("This API key has expired: ask your administrator for a new key. A rotated key stops working "
             "at the end of its grace period; switch to its replacement before then.")
+    #: context kept for the server's records, left out of :meth:`to_dict`
+    PRIVATE_CONTEXT: ClassVar[tuple[str, ...]] = ("tenant", "key_id")
+
+    def to_dict(self) -> dict[str, Any]:
+        body = super().to_dict()
+        body["context"] = {k: v for k, v in body["context"].items() if k not in self.PRIVATE_CONTEXT}
+        return body
+
+
+class DuplicateAuthorization(Unauthorized):
+    """A request with more than one ``Authorization`` header."""
+
+    code = "duplicate_authorization"
+    http_status = 400
+    hint = "Send exactly one `Authorization: Bearer <key>` header."
 
 
 class JobNotFound(LongdocError):

@@ -170,7 +170,7 @@ class UploadGate:
             return
         headers = dict(scope.get("headers") or [])
         try:
-            await self._authenticate(scope, headers)
+            await self._authenticate(scope)
         except LongdocError as exc:
             await _metered(scope, exc)
             await error_response(exc, close=True)(scope, _no_receive, send)
@@ -186,11 +186,10 @@ class UploadGate:
                 return
         await self._guarded(scope, receive, send)
 
-    async def _authenticate(self, scope: Scope, headers: dict[bytes, bytes]) -> None:
+    async def _authenticate(self, scope: Scope) -> None:
+        """The upload's key, by the rule of every route (:func:`authenticate`: one Authorization header)."""
         container = scope["app"].state.container
-        authorization = headers.get(b"authorization", b"").decode("latin-1")
-        client = scope["client"][0] if scope.get("client") else None
-        key = await run_in_threadpool(authenticate, container.auth, scope, authorization, client)
+        key = await run_in_threadpool(authenticate, container.auth, scope)
         scope.setdefault("state", {})[AUTHENTICATED_KEY] = key
 
     async def _guarded(self, scope: Scope, receive: Receive, send: Send) -> None:

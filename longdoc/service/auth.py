@@ -7,11 +7,23 @@ throttle on failed authentication.
 :mod:`longdoc.service.app` (which authenticates *before* an upload's body is
 read) both call it.
 
-Failed attempts (a missing, unknown, revoked or expired key; a wrong admin token) are
-counted per client address in a moving one-minute window; past
-``service.auth_failures_per_minute`` every request from that address is
-answered ``429 rate_limited`` with ``Retry-After``, without looking at its
-key, until the window has room again.
+Failed attempts are counted per client address in a moving one-minute
+window, API keys (a missing, unknown, revoked or expired key) and the admin
+token (a missing or wrong one) apart. Past ``service.auth_failures_per_minute``
+of its kind, a *wrong* credential from that address is answered
+``429 rate_limited`` with ``Retry-After`` (instead of 401/403) until the window
+has room again; a *right* one is still served. The lockout slows and marks a
+guessing client; it is not what makes guessing hopeless (a key is 32 random
+bytes, the admin token at least 24 characters), so a client sharing the
+address (a NAT, a proxy) keeps working with its own valid key. Each locked-out
+attempt costs what any request costs: one SHA-256 and one indexed lookup for
+something shaped like a key (``ld_…``), nothing for anything else.
+Key failures never lock the admin token out, nor admin failures an API key:
+on a separate admin listener (``service.admin_port``) its lockout is its own.
+
+A request carrying more than one ``Authorization`` header is refused
+(:func:`authorization_header`, 400 ``duplicate_authorization``) on every
+route, before any credential in it is looked at.
 
 Where the counts live is :func:`rate_limit_storage_url`: in this process
 (``memory://``) for one server, or a shared store (Redis) so every API
@@ -28,7 +40,7 @@ import hmac
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -40,7 +52,14 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from longdoc.config import Settings
-from longdoc.errors import AdminForbidden, ConfigError, KeyExpired, RateLimited, Unauthorized
+from longdoc.errors import (
+    AdminForbidden,
+    ConfigError,
+    DuplicateAuthorization,
+    KeyExpired,
+    RateLimited,
+    Unauthorized,
+)
 from longdoc.jobs.models import ApiKey
 from longdoc.jobs.repo import KeyRepo
 from longdoc.tls import redis_options
@@ -54,6 +73,9 @@ REDIS_SCHEMES = ("redis", "rediss")
 # Redis clients give up fast: a dead Redis costs a request at most ~1 s.
 STORAGE_SOCKET_TIMEOUT_SECONDS = 0.5
 STORAGE_WARNING_INTERVAL_SECONDS = 30.0
+#: the failed-attempt counts, per client address: API keys, the admin token
+KEY_FAILURES = "auth-failures"
+ADMIN_FAILURES = "admin-failures"
 
 
 def rate_limit_storage_url(settings: Settings) -> str:
@@ -151,44 +173,46 @@ class Authenticator:
 
     def identify(self, authorization: str | None, client: str | None) -> ApiKey:
         """The key a ``Bearer`` header names, not yet counted against its
-        rate limit. Raises RateLimited (this address failed too often),
-        KeyExpired or Unauthorized (either failure counted against
-        ``client``, an expired key as an unknown one)."""
+        rate limit. A failure is counted against ``client`` (an expired key
+        as an unknown one) and raises KeyExpired (only when it expired, no
+        tenant or key id) or Unauthorized, or RateLimited when ``client`` is
+        already past its failures."""
         client = client or UNKNOWN_CLIENT
-        self._check_throttle(client)
         token = bearer(authorization)
         try:
             key = self.keys.authenticate(token) if token is not None else None
-        except KeyExpired:
-            self._failed(client)
-            raise
+        except KeyExpired as exc:
+            self._failed(KEY_FAILURES, client)
+            raise _expired(exc) from None
         if key is None:
-            self._failed(client)
+            self._failed(KEY_FAILURES, client)
             raise Unauthorized("Missing API key." if token is None else "Invalid or revoked API key.")
         return key
 
     def check_admin(self, authorization: str | None, client: str | None) -> None:
         """Return if the header carries the configured admin token; raises
-        RateLimited or AdminForbidden (admin API off, or a wrong token)."""
+        AdminForbidden (admin API off, or a missing or wrong token), or
+        RateLimited when ``client`` is past its admin-token failures."""
         client = client or UNKNOWN_CLIENT
-        self._check_throttle(client)
         token = bearer(authorization)
         if self.admin_token is None or token is None or not hmac.compare_digest(
             token.encode(), self.admin_token.encode()
         ):
-            self._failed(client)
+            self._failed(ADMIN_FAILURES, client)
             raise AdminForbidden("Admin token missing or wrong.")
 
-    def _check_throttle(self, client: str) -> None:
-        if not self._ask(self._limiter.test, self._failures, "auth-failures", client):
+    def _failed(self, kind: str, client: str) -> None:
+        """Count a failed attempt of ``kind`` from ``client``; raises
+        RateLimited instead when the address is past its limit (a refused
+        attempt is not counted: the lockout ends a minute after the attempts
+        that filled it)."""
+        if not self._ask(self._limiter.hit, self._failures, kind, client):
+            what = "admin-token" if kind == ADMIN_FAILURES else "API-key"
             raise RateLimited(
-                f"Too many failed authentications from this address ({self._failures.amount} per minute).",
-                hint="Check the API key; wait for `Retry-After` seconds before trying again.",
-                retry_after=self._retry_after(self._failures, "auth-failures", client),
+                f"Too many failed {what} authentications from this address ({self._failures.amount} per minute).",
+                hint="Check the credential; wait for `Retry-After` seconds before trying again.",
+                retry_after=self._retry_after(self._failures, kind, client),
             )
-
-    def _failed(self, client: str) -> None:
-        self._ask(self._limiter.hit, self._failures, "auth-failures", client)
 
     def check_rate(self, key: ApiKey) -> None:
         """Count a request of ``key``; raises RateLimited past its limit."""
@@ -245,3 +269,23 @@ def bearer(authorization: str | None) -> str | None:
     """The token of an ``Authorization: Bearer <token>`` header, or None."""
     scheme, _, token = (authorization or "").partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def authorization_header(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+    """The one ``Authorization`` header of a request's raw ASGI ``headers``
+    (``scope["headers"]``), or None. Raises DuplicateAuthorization when there
+    are several: which one counts is then no server's guess (one reads the
+    first, another the last), so the request is refused on every route."""
+    found = [value for name, value in headers if name.lower() == b"authorization"]
+    if len(found) > 1:
+        raise DuplicateAuthorization(f"The request has {len(found)} Authorization headers.")
+    return found[0].decode("latin-1") if found else None
+
+
+def _expired(exc: KeyExpired) -> KeyExpired:
+    """What the caller of an expired key is told: that it expired, and when;
+    the key's tenant and id stay in ``context`` for the audit trail and are
+    left out of the answer (:meth:`KeyExpired.to_dict`)."""
+    when = exc.context.get("expired_at")
+    message = f"The API key expired at {when}." if when else "The API key has expired."
+    return KeyExpired(message, **exc.context)

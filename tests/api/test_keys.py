@@ -50,6 +50,9 @@ def assert_key_expired(r: httpx.Response) -> None:
     assert r.status_code == 401 and error_code(r) == "key_expired", r.text
     error = r.json()["error"]
     assert "administrator" in error["hint"] and "grace period" in error["hint"]
+    # it says that the key expired, and when; never whose key it was nor its id
+    assert set(error["context"]) == {"expired_at"} and error["context"]["expired_at"] in error["message"]
+    assert "acme" not in r.text and "key_id" not in r.text and "tenant" not in r.text
 
 
 def test_a_key_with_expires_in_works_then_gets_401_key_expired_with_a_hint(app):
