@@ -58,6 +58,9 @@ class ServiceSettings(_Section):
     sync_timeout_seconds: float = Field(default=60.0, gt=0, description="bounded wait of POST /v1/parse")
     admin_token: SecretStr | None = Field(default=None, description="enables /admin; at least 24 characters")
     allow_private_callbacks: bool = Field(default=False, description="allow webhooks to loopback/private addresses")
+    tenant_engines: list[str] = Field(default_factory=list, description="engines a job's `engine` option may "
+                                      "name besides inference.engine (what jobs that name none use); any other "
+                                      "name, fake (the test double) included, is 400 unknown_engine at submit")
     webhook_max_attempts: int = Field(default=5, ge=1, description="delivery attempts of one webhook (exponential "
                                       "backoff, Retry-After honoured), each one recorded; then it is given up")
     warmup: bool = Field(default=True, description="run a real page through the engine before /readyz says "
@@ -79,8 +82,9 @@ class ServiceSettings(_Section):
                                         "a request body")
     keep_alive_timeout_seconds: int = Field(default=5, ge=1, description="idle keep-alive connections close after this")
     auth_failures_per_minute: int = Field(default=30, ge=1, description="failed authentications per client "
-                                          "address; then 429 for every request of that address until the "
-                                          "minute passes")
+                                          "address, API keys and the admin token counted apart; then 429 for "
+                                          "each wrong credential of that kind from the address until the minute "
+                                          "passes (a valid one is still served)")
     rate_limit_storage_url: str | None = Field(default=None, description="where request counts live: None = "
                                                "in this process for queue.backend embedded, the broker's Redis "
                                                "for queue.backend celery; or any `limits` storage URL, e.g. "

@@ -169,6 +169,23 @@ def check_engine_name(name: str) -> str:
     return name
 
 
+def check_offered(name: str, offered: Iterable[str]) -> str:
+    """``name`` if it is one of ``offered`` (the engines a deployment lets
+    its callers choose) and registered or declared (:func:`check_engine_name`).
+    Otherwise raises :class:`UnknownEngine` listing ``offered`` alone, the
+    same whether or not an engine of that name exists: a caller learns
+    nothing of the engines it may not use (the test double, an unconfigured
+    model server)."""
+    choices = list(dict.fromkeys(offered))
+    if name in choices:
+        try:
+            return check_engine_name(name)
+        except UnknownEngine:
+            pass  # offered but not installed: to the caller, as good as not offered
+    raise UnknownEngine(f"Engine {name!r} is not available here; choose one of: {', '.join(choices)}.",
+                        engine=name, known=choices)
+
+
 def get_engine(name: str, settings: InferenceSettings) -> Engine:
     """Build the engine ``name`` (not loaded) configured from ``settings``.
 

@@ -31,7 +31,7 @@ from longdoc.errors import (
     TooManyPages,
     UploadTooLarge,
 )
-from longdoc.engines import check_engine_name
+from longdoc.engines.registry import check_offered
 from longdoc.export import MEDIA_TYPES
 from longdoc.export.markdown import page_markdown
 from longdoc.ingest import parse_page_range
@@ -90,8 +90,9 @@ class JobService:
         priority_boost: int = 0,
         ensure_format: str | None = None,
     ) -> Submitted:
-        """Validate and accept an upload. Raises input/limit errors before
-        anything is stored; returns the existing job for a repeated
+        """Validate and accept an upload. Raises input/limit errors (an
+        engine not :attr:`offered_engines`: UnknownEngine) before anything is
+        stored; returns the existing job for a repeated
         idempotency key or the same document with the same options.
 
         The upload is spooled to the work folder and opened only in a
@@ -103,7 +104,7 @@ class JobService:
         if ensure_format is not None and ensure_format not in options.formats:
             options.formats.append(ensure_format)  # type: ignore[arg-type]
         parse_opts = self._parse_options(options)
-        check_engine_name(parse_opts.engine)
+        check_offered(parse_opts.engine, self.offered_engines)
         if options.callback_url:
             check_target(options.callback_url, allow_private=self.settings.service.allow_private_callbacks)
         self.check_room()
@@ -129,7 +130,8 @@ class JobService:
             with self._admission:
                 job, existing = self._admit(
                     id=job_id, tenant=key.tenant, api_key_id=key.id, filename=name,
-                    media_type=media_type, size_bytes=size, sha256=sha256, options=opts, options_hash=hash_options(opts),
+                    media_type=media_type, size_bytes=size, sha256=sha256, options=opts,
+                    options_hash=request_hash(opts, options.callback_url),
                     idempotency_key=idempotency_key, callback_url=options.callback_url,
                     priority=min(9, options.priority + priority_boost), lane=lane, pages_total=len(selected),
                 )
@@ -155,6 +157,12 @@ class JobService:
         if reused is None:
             self.dispatcher.submit(job.id, job.lane)
         return job, reused is not None
+
+    @property
+    def offered_engines(self) -> tuple[str, ...]:
+        """The engines a job may name: ``inference.engine`` (what it gets
+        when it names none) and ``service.tenant_engines``."""
+        return (self.settings.inference.engine, *self.settings.service.tenant_engines)
 
     def check_room(self) -> None:
         """Raise ShuttingDown (503) or QueueFull (429) when a new job cannot
@@ -317,6 +325,15 @@ class JobService:
     def _not_expired(self, job: Job) -> None:
         if job.state == JobState.EXPIRED.value:
             raise JobExpired(f"Job {job.id} expired at {job.expires_at}.")
+
+
+def request_hash(options: dict[str, Any], callback_url: str | None) -> str:
+    """What makes two submits of one document the same request (and so the
+    same job, or a reused Idempotency-Key): the job's options and, when it
+    has one, its ``callback_url``, for a job's webhook goes to its own URL
+    alone; a new URL is a new job rather than a URL dropped unseen. Without
+    a callback it is the options' hash alone (as jobs recorded before)."""
+    return hash_options(options if callback_url is None else {**options, "callback_url": callback_url})
 
 
 def parse_options(options_json: str | None) -> JobOptions:

@@ -20,7 +20,8 @@ PLUGIN = Path(__file__).resolve().parents[1] / "plugins" / "misbehaving.py"
 def plugged(tmp_path_factory):
     srv = InProcessServer(tmp_path_factory.mktemp("inprocess-plugins"),
                           inference={"plugins": [str(PLUGIN)], "regions": False, "page_chunk_size": 2,
-                                     "chunk_overlap": 0}).start()
+                                     "chunk_overlap": 0},
+                          service={"tenant_engines": ["crash", "oom", "noop", "garbage", "fake"]}).start()
     yield srv
     srv.stop()
 

@@ -58,7 +58,7 @@ def test_pages_the_model_could_not_finish_are_flagged_fallback_and_listed_for_re
         model.finish = lambda body, images: "length" if len(model.bodies) == 3 else "stop"
         srv = start_app(inference={"regions": False, "page_chunk_size": 4, "chunk_overlap": 0, "openai": {
             "base_url": f"{model.url}/v1", "profile": "generic", "max_concurrency": 1, "retries": 0,
-            "fallback_engine": "fake"}})
+            "fallback_engine": "fake"}}, service={"tenant_engines": ["openai"]})
         key = srv.create_key("review-openai")
         done, doc, listed = finished(srv, key, four_pages.pdf_path, {"engine": "openai"})
         with srv.http(key) as http:
@@ -83,7 +83,8 @@ def test_pages_the_model_could_not_finish_are_flagged_fallback_and_listed_for_re
     (0.85, "long", [1, 2, 3]),         # pages 1-3 (0.6, 0.7, 0.8); page 4 at 0.9 is not
 ])
 def test_review_below_decides_which_pages_are_low_confidence(start_app, four_pages, review_below, lane, low):
-    srv = start_app(export={"review_below": review_below}, service={"short_doc_pages": 4 if lane == "short" else 2},
+    srv = start_app(export={"review_below": review_below}, service={"short_doc_pages": 4 if lane == "short" else 2,
+                                                                    "tenant_engines": ["doubtful", "noop"]},
                     inference={"plugins": [str(PLUGIN)], "regions": False, "page_chunk_size": 2, "chunk_overlap": 0})
     key = srv.create_key("review-doubtful")
     done, doc, listed = finished(srv, key, four_pages.pdf_path, {"engine": "doubtful"})
