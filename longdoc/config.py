@@ -72,6 +72,11 @@ class ServiceSettings(_Section):
     max_attempts: int = Field(default=3, ge=1, description="times one task of a job may be run by a worker "
                               "that then went silent (died, hung, lost the database); that many takeovers fail "
                               "the job with too_many_attempts (a shutdown's put-back does not count)")
+    shutdown_grace_seconds: float = Field(default=8.0, ge=0, description="embedded server: after SIGTERM, how "
+                                          "long running tasks have to reach their next page group; those still "
+                                          "running are then handed back to the queue (their group in flight runs "
+                                          "again after the restart; not a takeover). Counted from the signal: keep "
+                                          "it below the process manager's stop timeout (docker: 10 s by default)")
     max_connections: int = Field(default=1000, ge=1, description="open HTTP connections; more are answered 503 "
                                  "and closed at once (also kept below the open-files limit)")
     max_connections_per_client: int = Field(default=100, ge=0, description="open connections per client "

@@ -122,6 +122,10 @@ class TaskSteps:
         self.originals = scratch.originals
         #: set when this process shuts down: running tasks go back to the queue at their next group
         self.stopping = threading.Event()
+        #: lease token → (lease, heartbeat) of every task running in this process
+        self._running: dict[str, tuple[Lease, Heartbeat]] = {}
+        self._handed_back: set[str] = set()
+        self._running_lock = threading.Lock()
 
     # -- one task -------------------------------------------------------------------
 
@@ -174,20 +178,32 @@ class TaskSteps:
                     undo()
                 raise LeaseLost("The task's lease is gone (taken back, or its job ended); it writes nothing more.")
 
+        with self._running_lock:
+            self._running[lease.token] = (lease, beat)
         try:
             with beat:
                 self._step(job, name, lambda: self._control(job, beat, rss), rss, held)
         except LeaseLost:
+            if lease.token in self._handed_back:
+                log.info("handed-back task stopped; it wrote nothing more", extra={"job_id": job_id, "task": name})
+                return "stopped"
             log.warning("task lease lost; another worker runs it", extra={"job_id": job_id, "task": name})
             return "lost"
         except ShuttingDown:
             return self._put_back(job, lease)
-        except TRANSIENT as exc:
-            return self._transient(job, lease, exc)
-        except BaseException as exc:  # the job's own end: cancelled, bad input, timeout, a crash
+        except BaseException as exc:
+            if lease.token in self._handed_back:  # what an engine closed under it raised: not the job's end
+                log.info("handed-back task stopped", extra={"job_id": job_id, "task": name,
+                                                            "error": type(exc).__name__})
+                return "stopped"
+            if isinstance(exc, TRANSIENT):
+                return self._transient(job, lease, exc)
             if not isinstance(exc, Exception):
                 raise
-            return self._job_failed(job, lease, exc, rss)
+            return self._job_failed(job, lease, exc, rss)  # the job's own end: cancelled, bad input, timeout, a crash
+        finally:
+            with self._running_lock:
+                self._running.pop(lease.token, None)
         if not self.tasks.finish(lease):
             return "lost"
         self.schedule(self.repo.get_any(job_id))
@@ -395,6 +411,30 @@ class TaskSteps:
             log.info("job requeued for shutdown", extra={"job_id": job.id, "tenant": job.tenant, "task": lease.name})
             self.send_task(job.id, lease.name, queue_for(job.lane, lease.name))
         return "stopped"
+
+    def hand_back(self) -> list[Lease]:
+        """A shutdown whose wait is over: every task still running in this
+        process goes back to the queue, due at once, as :meth:`_put_back`
+        puts one back (not a takeover: ``service.max_attempts`` does not
+        count it). Its run is told first that its lease is gone, so it
+        writes nothing more (its group in flight is abandoned: the next
+        process runs it again from the checkpoint, which holds every group
+        finished before). Returns the leases handed back."""
+        with self._running_lock:
+            running = list(self._running.values())
+        handed: list[Lease] = []
+        for lease, beat in running:
+            self._handed_back.add(lease.token)
+            beat.lost.set()  # before the row moves: no write of this run can follow the put-back
+            try:
+                released = self.tasks.release(lease)
+            except DatabaseUnavailable:
+                continue  # the lease runs out; the reconciler takes it back
+            if released:
+                handed.append(lease)
+                log.info("job requeued for shutdown", extra={"job_id": lease.job_id, "task": lease.name,
+                                                             "in_flight": True})
+        return handed
 
     def _job_failed(self, job: Job, lease: Lease, exc: BaseException, rss: PeakRss | None) -> str:
         if not isinstance(exc, JobCancelled):

@@ -103,6 +103,8 @@ class Pipeline:
         self._turns: dict[str, FairTurns] = {}
         self._regions: RegionDetector | None = None
         self._lock = threading.Lock()
+        #: one per engine: its load runs once, and every other caller waits for it
+        self._loading: dict[str, threading.Lock] = {}
 
     def _engine_object(self, name: str) -> Engine:
         """The engine called ``name``, built (cheap) but not loaded, with its
@@ -114,13 +116,17 @@ class Pipeline:
                                       unit=engine.capabilities.cost_unit)
                 self._admissions[name] = Admission(workspace)
                 self._turns[name] = FairTurns(slots=engine.capabilities.groups_in_flight)
+                self._loading[name] = threading.Lock()
                 self._engines[name] = engine
             return self._engines[name]
 
     def engine(self, name: str) -> Engine:
-        """The engine called ``name``, loaded (workers started, warmed up)."""
+        """The engine called ``name``, loaded (workers started, warmed up).
+        Callers that come while it loads (a restarted server's taken-back
+        tasks while warm-up loads it) wait for that one load and share it."""
         engine = self._engine_object(name)
-        engine.load()  # idempotent
+        with self._loading[name]:
+            engine.load()  # idempotent
         return engine
 
     def engine_capabilities(self, name: str) -> EngineCapabilities:

@@ -150,14 +150,16 @@ class Container:
         if self.transport is not None:
             self.transport.begin_stop()
 
-    def stop(self, timeout: float = 20.0) -> None:
+    def stop(self) -> None:
         """Stop intake, let running tasks checkpoint (they go back to the
-        queue and resume after the restart), close everything."""
+        queue and resume after the restart; those still running
+        ``service.shutdown_grace_seconds`` after the signal are handed back),
+        close everything."""
         self.readiness.shutting_down = True
         self._stop.set()
         self.dispatcher.stop_intake()
         if self.transport is not None:
-            self.transport.stop(timeout)
+            self.transport.stop()
         for loop in self._loops:
             loop.stop()
         if self.runtime is not None:

@@ -31,11 +31,18 @@ its slot goes to a new thread, and the abandoned one, should it ever
 return, exits instead of taking more work (its run, finding its lease
 gone, writes nothing).
 
-:meth:`InProcessTransport.stop` stops the feeders and tells running tasks
-to stop at their next group boundary (:attr:`TaskSteps.stopping`: they go
-back to the queue with their finished groups checkpointed and resume
-after the restart), waiting for them up to a timeout; not for a thread
-busy on a task that is no longer its own (its job ended under it).
+:meth:`InProcessTransport.begin_stop` (SIGTERM) stops the feeders and
+tells running tasks to stop at their next group boundary
+(:attr:`TaskSteps.stopping`: they go back to the queue with their finished
+groups checkpointed and resume after the restart). A task still running
+``service.shutdown_grace_seconds`` after it (its group takes longer) is
+handed back all the same (:meth:`TaskSteps.hand_back`): its group in
+flight is abandoned, writes nothing more, and runs again after the
+restart. Either way it is a put-back, never a takeover, so rolling
+restarts never use up a job's ``service.max_attempts``; the grace is
+counted from the signal, so it fits a process manager's stop timeout
+whatever else the shutdown waits for. Threads busy on a task that is no
+longer their own (its job ended under it) are not waited for.
 """
 
 from __future__ import annotations
@@ -69,6 +76,7 @@ class InProcessTransport:
     def __init__(self, settings: Settings, tasks: TaskRepo, jobs: JobRepo) -> None:
         self.max_jobs = settings.service.max_concurrency
         self.lease_s = settings.queue.lease_seconds
+        self.grace_s = settings.service.shutdown_grace_seconds
         self.sizes = pool_sizes(self.max_jobs)
         self.tasks, self.jobs = tasks, jobs
         self._steps: TaskSteps | None = None
@@ -77,6 +85,7 @@ class InProcessTransport:
         self._lock = threading.Lock()  # one pick at a time: admission counts what is starting
         self._starting: dict[str, str] = {}  # job id → lane: first tasks started here, still running
         self._watchdog = threading.Thread(target=self._watch, name="longdoc-pool-watchdog", daemon=True)
+        self._closer = threading.Thread(target=self._close_when_stopping, name="longdoc-pool-closer", daemon=True)
 
     # -- what the task steps call -------------------------------------------------
 
@@ -104,23 +113,41 @@ class InProcessTransport:
         for pool in self._pools.values():
             pool.start()
         self._watchdog.start()
+        self._closer.start()
 
     def begin_stop(self) -> None:
-        """Take no more tasks; running ones stop at their next group. Only
-        sets flags, so safe in a signal handler."""
+        """Take no more tasks; running ones stop at their next group, and
+        are handed back ``grace_s`` seconds from now if they have not.
+        Only sets flags, so safe in a signal handler."""
         self._stopping.set()
         if self._steps is not None:
             self._steps.stopping.set()
 
-    def stop(self, timeout: float) -> None:
-        """:meth:`begin_stop`, then wait up to ``timeout`` seconds for the
-        running tasks to go back to the queue (or end)."""
+    def stop(self) -> None:
+        """:meth:`begin_stop`, then wait until every running task went back
+        to the queue (or ended), or was handed back at the end of the grace."""
         self.begin_stop()
-        deadline = time.monotonic() + timeout
+        if self._closer.is_alive():
+            self._closer.join()
+
+    def _close_when_stopping(self) -> None:
+        """From :meth:`begin_stop`: wait up to ``grace_s`` for the running
+        tasks, then hand back those still running."""
+        self._stopping.wait()
+        deadline = time.monotonic() + self.grace_s
         for pool in self._pools.values():
             pool.wake()
         for pool in self._pools.values():
             pool.join(deadline, self._still_held)
+        assert self._steps is not None
+        try:
+            handed = self._steps.hand_back()
+        except Exception as exc:  # the database is gone: the leases run out, the reconciler takes them back
+            log.warning("could not hand the running tasks back", extra={"error": type(exc).__name__})
+            return
+        if handed:
+            log.info("running tasks handed back at the end of the shutdown grace", extra={
+                "tasks": len(handed), "grace_s": self.grace_s})
 
     def _still_held(self, lease: Lease) -> bool:
         """Whether a stop waits for the thread running ``lease``'s task: not

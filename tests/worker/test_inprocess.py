@@ -46,6 +46,10 @@ class HeldSteps:
         self.stopping = threading.Event()
         self.order: list[tuple[str, str]] = []
         self.put_back: list[tuple[str, str]] = []
+        self.handed_back: list[tuple[str, str]] = []
+        #: a task that does not stop at ``stopping`` (a page group longer than the shutdown's grace)
+        self.stubborn = False
+        self._leases: dict[tuple[str, str], Lease] = {}
         self._gates: dict[tuple[str, str], tuple[threading.Event, bool]] = {}
         self._cv = threading.Condition()
 
@@ -55,10 +59,11 @@ class HeldSteps:
         gate = threading.Event()
         with self._cv:
             self._gates[key] = (gate, False)
+            self._leases[key] = lease
             self.order.append(key)
             self._cv.notify_all()
         while not gate.is_set():
-            if self.stopping.wait(0.02):
+            if self.stopping.wait(0.02) and not self.stubborn:
                 with self._cv:  # recorded first: a stop stops waiting once the row is released
                     self.put_back.append(key)
                     self._gates.pop(key, None)
@@ -73,6 +78,19 @@ class HeldSteps:
             self._gates.pop(key)
             self._cv.notify_all()
         return "done"
+
+    def hand_back(self) -> list[Lease]:
+        """As the real steps do at the end of the grace: every task still
+        held goes back to the queue (its run is abandoned)."""
+        handed = []
+        with self._cv:
+            held = [(key, self._leases[key]) for key in self._gates]
+        for key, lease in held:
+            if self.tasks.release(lease):
+                handed.append(lease)
+                with self._cv:
+                    self.handed_back.append(key)
+        return handed
 
     def running(self) -> set[tuple[str, str]]:
         with self._cv:
@@ -105,9 +123,10 @@ def repos(db_sessions):
 def world(repos, tmp_path):
     made: list[InProcessTransport] = []
 
-    def make(max_concurrency: int, lease_seconds: float = 60.0):
+    def make(max_concurrency: int, lease_seconds: float = 60.0, grace_seconds: float = 8.0):
         jobs, tasks = repos
-        settings = load_settings(overrides={"service": {"max_concurrency": max_concurrency},
+        settings = load_settings(overrides={"service": {"max_concurrency": max_concurrency,
+                                                        "shutdown_grace_seconds": grace_seconds},
                                             "queue": {"lease_seconds": lease_seconds},
                                             "database": {"url": f"sqlite:///{tmp_path}/unused.db"}})
         transport = InProcessTransport(settings, tasks, jobs)
@@ -117,7 +136,7 @@ def world(repos, tmp_path):
 
     yield make
     for transport in made:
-        transport.stop(5)
+        transport.stop()
 
 
 def new_job(repos, lane: str, priority: int = 0) -> str:
@@ -205,9 +224,10 @@ def test_stop_puts_running_tasks_back_in_the_queue(world, repos):
     steps.wait_running({(short, "whole"), (long_, "ingest")})
     t0 = time.monotonic()
     transport.begin_stop()  # what SIGTERM does: flags only
-    transport.stop(10)
+    transport.stop()
     assert time.monotonic() - t0 < 5
     assert sorted(steps.put_back) == sorted([(short, "whole"), (long_, "ingest")])
+    assert steps.handed_back == []  # they went back themselves, within the grace
     for job in (short, long_):
         assert {t.state for t in tasks.of_job(job)} == {"queued"}  # ready for the next start
         assert jobs.get_any(job).state == "running"
@@ -215,6 +235,29 @@ def test_stop_puts_running_tasks_back_in_the_queue(world, repos):
     time.sleep(0.3)
     assert steps.running() == set() and {t.state for t in tasks.of_job(short)} == {"queued"}
     assert not any(t.state == DONE for t in tasks.of_job(long_))
+
+
+def test_a_task_still_running_at_the_end_of_the_grace_is_handed_back_not_left_to_a_takeover(world, repos):
+    """A page group longer than ``service.shutdown_grace_seconds``: the
+    stop does not wait for it past the grace, counted from the signal, and
+    its task goes back to the queue as a put-back (no takeover), so the next
+    start runs it at once and ``service.max_attempts`` is not used up."""
+    jobs, tasks = repos
+    transport, steps = world(max_concurrency=1, grace_seconds=1.0)
+    steps.stubborn = True
+    job = new_job(repos, "short")
+    transport.start(steps)
+    steps.wait_running({(job, "whole")})
+    t0 = time.monotonic()
+    transport.begin_stop()
+    time.sleep(0.5)  # the rest of the shutdown (open requests) takes some of the grace
+    transport.stop()
+    waited = time.monotonic() - t0
+    assert 0.9 <= waited < 4, waited
+    assert steps.handed_back == [(job, "whole")]
+    (task,) = tasks.of_job(job)
+    assert (task.state, task.takeovers, task.lease) == ("queued", 0, None)
+    assert jobs.get_any(job).state == "running"
 
 
 def test_a_thread_stuck_on_a_task_whose_job_was_ended_under_it_is_replaced(world, repos, monkeypatch, caplog):

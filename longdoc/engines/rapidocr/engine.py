@@ -49,6 +49,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import threading
 import time
 from functools import cached_property
 from dataclasses import replace
@@ -126,7 +127,12 @@ class RapidOcrEngine:
     a page that raises still fails alone, but ``page_timeout_seconds`` cannot
     be enforced and a crash takes the caller down.
 
-    Not thread-safe: run one ``recognize`` at a time per engine.
+    One ``recognize`` at a time per engine (the pipeline's turns see to
+    it); everything else may be called from any thread: loading, the pool's
+    restarts and every choice settled on first use (runtimes, recognizer,
+    models) happen once, under the engine's lock, so two threads that load
+    it at once never decide differently (a restarted server's taken-back
+    tasks load it while warm-up does).
     """
 
     name = "rapidocr"
@@ -183,6 +189,8 @@ class RapidOcrEngine:
         self.capabilities = EngineCapabilities(languages=("ch", "en"))
         self._ocr: Any = None  # in-process RapidOCR
         self._pool: WorkerPool | None = None
+        #: guards loading, the pool's replacement and the choices settled on first use
+        self._lock = threading.RLock()
 
     # --- runtimes --------------------------------------------------------
 
@@ -190,30 +198,33 @@ class RapidOcrEngine:
     def roles(self) -> tuple[str, ...]:
         """The models a page goes through: the detector, the recognizer that
         reads every line and, for the cascade, the one that reads again."""
-        return backends.ROLES if self.recognizer == "cascade" else backends.ROLES[:2]
+        return _roles(self.recognizer)
 
     @property
     def runtimes(self) -> dict[str, backends.Backend]:
         """The runtime of each role (``auto`` resolved on first use, per
         role: remembered for this machine, or timed; see
         :mod:`~longdoc.engines.backends`)."""
-        if self._runtimes is None:
-            recognizer = self.recognizer
-            if self._cascade_runtimes is not None and recognizer == "small":  # auto chose small alone
-                chosen, why = self._cascade_runtimes
-                self._runtimes = ({"det": chosen["det"], "rec": chosen["recheck"]}, why)
-            elif self._cascade_runtimes is not None:
-                self._runtimes = self._cascade_runtimes
-            else:
-                self._runtimes = self._choose(self.roles)[:2]
-            log.info("rapidocr runtimes", extra={"runtimes": self._runtimes[0], "why": self._runtimes[1],
-                                                  "recognizer": recognizer})
-        return self._runtimes[0]
+        with self._lock:
+            if self._runtimes is None:
+                recognizer = self.recognizer
+                if self._cascade_runtimes is not None and recognizer == "small":  # auto chose small alone
+                    chosen, why = self._cascade_runtimes
+                    self._runtimes = ({"det": chosen["det"], "rec": chosen["recheck"]}, why)
+                elif self._cascade_runtimes is not None:
+                    self._runtimes = self._cascade_runtimes
+                else:
+                    self._runtimes = self._choose(recognizer)[:2]
+                log.info("rapidocr runtimes", extra={"runtimes": self._runtimes[0], "why": self._runtimes[1],
+                                                      "recognizer": recognizer})
+            return self._runtimes[0]
 
-    def _choose(self, roles: tuple[str, ...]) -> tuple[dict[str, backends.Backend], str, dict[str, dict[str, float]]]:
-        models = self._models()
-        return backends.choose(self.asked_backend, self.threads_per_worker, roles, self._candidates,
-                               rapidocr_worker.time_roles, models=[models[r][0] for r in roles])
+    def _choose(self, recognizer: str) -> tuple[dict[str, backends.Backend], str, dict[str, dict[str, float]]]:
+        """Time (or recall) the runtimes of the roles ``recognizer`` reads with."""
+        roles, models = _roles(recognizer), self._models(recognizer)
+        return backends.choose(self.asked_backend, self.threads_per_worker, roles,
+                               lambda: self._candidates(recognizer), rapidocr_worker.time_roles,
+                               models=[models[r][0] for r in roles])
 
     @property
     def backend(self) -> str:
@@ -225,30 +236,34 @@ class RapidOcrEngine:
     def rec_model(self) -> str | None:
         """The int8 recognizer's path when ``int8`` (built on first use if
         set-up did not; None, with a warning, when it cannot be), else None."""
-        if self._rec_model is False:
-            self._rec_model = None
-            if self.int8:
-                try:
-                    self._rec_model = str(int8_model.ensure())
-                except Exception as exc:  # onnx missing, read-only prefix, a bad file
-                    log.warning("int8 recognizer unavailable; using the float model",
-                                extra={"error": f"{type(exc).__name__}: {exc}"})
-        return self._rec_model  # type: ignore[return-value]
+        with self._lock:
+            if self._rec_model is False:
+                rec_model = None
+                if self.int8:
+                    try:
+                        rec_model = str(int8_model.ensure())
+                    except Exception as exc:  # onnx missing, read-only prefix, a bad file
+                        log.warning("int8 recognizer unavailable; using the float model",
+                                    extra={"error": f"{type(exc).__name__}: {exc}"})
+                self._rec_model = rec_model
+            return self._rec_model  # type: ignore[return-value]
 
     @property
     def tiny_model(self) -> tuple[str, str] | None:
         """The tiny recognizer and its dictionary when ``recognizer`` uses
         it and set-up installed it; None (with a warning) when it is missing."""
-        if self._tiny is False:
-            self._tiny = None
-            if self.asked_recognizer != "small":
-                try:
-                    rec, keys = model_files.tiny_recognizer()
-                    self._tiny = (str(rec), str(keys))
-                except model_files.ModelFileError as exc:
-                    log.warning("tiny recognizer unavailable (run scripts/setup.sh); reading with the small model "
-                                "alone", extra={"error": str(exc)})
-        return self._tiny  # type: ignore[return-value]
+        with self._lock:
+            if self._tiny is False:
+                tiny = None
+                if self.asked_recognizer != "small":
+                    try:
+                        rec, keys = model_files.tiny_recognizer()
+                        tiny = (str(rec), str(keys))
+                    except model_files.ModelFileError as exc:
+                        log.warning("tiny recognizer unavailable (run scripts/setup.sh); reading with the small "
+                                    "model alone", extra={"error": str(exc)})
+                self._tiny = tiny
+            return self._tiny  # type: ignore[return-value]
 
     @property
     def recognizer(self) -> str:
@@ -257,38 +272,42 @@ class RapidOcrEngine:
         machine's runtimes it costs at most :data:`SMALL_ALONE_RATIO` times
         tiny (timed with the runtimes, remembered with them), else
         ``cascade``."""
-        if self._recognizer is None:
-            if not self.tiny_model:
-                self._recognizer = "small"
-            elif self.asked_recognizer != "auto":
-                self._recognizer = self.asked_recognizer
-            else:
-                self._recognizer = "cascade"  # what _models() reads while the cascade's models are timed
-                runtimes, why, seconds = self._choose(backends.ROLES)
-                self._cascade_runtimes = (runtimes, why)
-                tiny = seconds.get("rec", {}).get(runtimes["rec"])
-                small = seconds.get("recheck", {}).get(runtimes["recheck"])
-                alone = bool(tiny and small and small <= SMALL_ALONE_RATIO * tiny)
-                self._recognizer = "small" if alone else "cascade"
-        return self._recognizer
+        with self._lock:
+            if self._recognizer is None:
+                self._recognizer = self._decide_recognizer()
+            return self._recognizer
 
-    def _models(self) -> dict[str, tuple[str | None, str | None]]:
-        """Each role's model file and dictionary (None: the wheel's own)."""
+    def _decide_recognizer(self) -> str:
+        """What :attr:`recognizer` settles on (once, under the lock)."""
+        if not self.tiny_model:
+            return "small"
+        if self.asked_recognizer != "auto":
+            return self.asked_recognizer
+        runtimes, why, seconds = self._choose("cascade")
+        self._cascade_runtimes = (runtimes, why)
+        tiny = seconds.get("rec", {}).get(runtimes["rec"])
+        small = seconds.get("recheck", {}).get(runtimes["recheck"])
+        alone = bool(tiny and small and small <= SMALL_ALONE_RATIO * tiny)
+        return "small" if alone else "cascade"
+
+    def _models(self, recognizer: str | None = None) -> dict[str, tuple[str | None, str | None]]:
+        """Each role's model file and dictionary (None: the wheel's own)
+        when reading with ``recognizer`` (default: the one settled on)."""
         small = (self.rec_model, None)
-        first = self.tiny_model if self.recognizer in ("tiny", "cascade") else small
+        first = self.tiny_model if (recognizer or self.recognizer) in ("tiny", "cascade") else small
         return {"det": (None, None), "rec": first, "recheck": small}  # type: ignore[dict-item]
 
-    def _role_params(self, role: str, runtime: backends.Backend) -> dict[str, Any]:
-        model, keys = self._models()[role]
+    def _role_params(self, role: str, runtime: backends.Backend, recognizer: str | None = None) -> dict[str, Any]:
+        model, keys = self._models(recognizer)[role]
         if role == "det":
             return backends.det_params(runtime, model)
         return backends.rec_params(runtime, model, keys)
 
-    def _candidates(self) -> backends.Candidates:
+    def _candidates(self, recognizer: str) -> backends.Candidates:
         """What :func:`backends.choose` times: each role's model on each runtime installed."""
         base = {**DEFAULT_PARAMS, **backends.engine_config(self.threads_per_worker), **self._extra_params}
-        return {role: {rt: {**base, **self._role_params(role, rt)} for rt in backends.BACKENDS
-                       if backends.available(rt)} for role in self.roles}
+        return {role: {rt: {**base, **self._role_params(role, rt, recognizer)} for rt in backends.BACKENDS
+                       if backends.available(rt)} for role in _roles(recognizer)}
 
     def _setup(self) -> tuple[dict[str, Any], RecheckPlan | None]:
         """RapidOCR settings (the defaults, both runtimes' settings, the
@@ -331,27 +350,31 @@ class RapidOcrEngine:
     def load(self) -> None:
         """Build the model (in-process) or start and warm up the worker pool.
 
-        Idempotent. Raises :class:`EngineUnavailable` if RapidOCR or ONNX
-        Runtime is missing or a worker cannot start.
+        Idempotent, and once only under concurrency: a second caller waits
+        for the first one's load and uses it. Raises
+        :class:`EngineUnavailable` if RapidOCR or ONNX Runtime is missing or
+        a worker cannot start.
         """
-        if self._ocr is not None or self._pool is not None:
-            return
-        for module in ("rapidocr", "onnxruntime"):
-            if importlib.util.find_spec(module) is None:
-                raise EngineUnavailable(f"Python package `{module}` is not installed.", hint=_INSTALL_HINT)
-        if self.in_process:
-            try:
-                self._ocr = rapidocr_worker.build_ocr(*self._setup())
-            except Exception as exc:  # ImportError, ONNX Runtime errors
-                raise EngineUnavailable(f"RapidOCR failed to start: {exc}", hint=_INSTALL_HINT) from exc
-        else:
-            self._start_pool()
+        with self._lock:
+            if self._ocr is not None or self._pool is not None:
+                return
+            for module in ("rapidocr", "onnxruntime"):
+                if importlib.util.find_spec(module) is None:
+                    raise EngineUnavailable(f"Python package `{module}` is not installed.", hint=_INSTALL_HINT)
+            if self.in_process:
+                try:
+                    self._ocr = rapidocr_worker.build_ocr(*self._setup())
+                except Exception as exc:  # ImportError, ONNX Runtime errors
+                    raise EngineUnavailable(f"RapidOCR failed to start: {exc}", hint=_INSTALL_HINT) from exc
+            else:
+                self._start_pool()
 
     def close(self) -> None:
         """Stop the workers and drop the model. Idempotent."""
-        self._ocr = None
-        if self._pool is not None:
+        with self._lock:
+            self._ocr = None
             pool, self._pool = self._pool, None
+        if pool is not None:
             pool.close()
 
     def __enter__(self) -> RapidOcrEngine:
@@ -404,13 +427,15 @@ class RapidOcrEngine:
         return self._page(page, raw)
 
     def _submit(self, page: PageImage) -> Slot:
-        assert self._pool is not None, "pool not started"
-        try:
-            future = self._pool.submit(self.page_task, page.image)
-        except BrokenProcessPool:  # a worker died while the pool was idle
-            log.warning("rapidocr worker pool broke while idle; restarting it")
-            self._restart_pool()
-            future = self._pool.submit(self.page_task, page.image)
+        with self._lock:
+            assert self._pool is not None, "pool not started"
+            try:
+                future = self._pool.submit(self.page_task, page.image)
+            except BrokenProcessPool:  # a worker died while the pool was idle
+                log.warning("rapidocr worker pool broke while idle; restarting it")
+                self._restart_pool()
+                assert self._pool is not None
+                future = self._pool.submit(self.page_task, page.image)
         return Slot(page=page, future=future)
 
     def _collect(self, head: Slot, rest: Iterable[Slot]) -> RecognizedPage:
@@ -486,10 +511,11 @@ class RapidOcrEngine:
     def _restart_pool(self, resubmit: Iterable[Slot] = (), *, kill: bool = False) -> None:
         """Replace the pool (killing its workers first if ``kill``), then
         resubmit the pages of ``resubmit`` whose work the old pool lost."""
-        old, self._pool = self._pool, None
-        if old is not None:
-            old.replace(kill=kill)
-        self._start_pool()
+        with self._lock:
+            old, self._pool = self._pool, None
+            if old is not None:
+                old.replace(kill=kill)
+            self._start_pool()
         for slot in resubmit:
             if _lost(slot.future):
                 slot.future.cancel()
@@ -521,6 +547,11 @@ class RapidOcrEngine:
 
     def _failed(self, page: PageImage, message: str, seconds: float) -> RecognizedPage:
         return failed_page(page, message, engine=self.name, version=self.version, seconds=seconds)
+
+
+def _roles(recognizer: str) -> tuple[str, ...]:
+    """The roles a page goes through with ``recognizer``."""
+    return backends.ROLES if recognizer == "cascade" else backends.ROLES[:2]
 
 
 def _lost(future: Future[Any]) -> bool:
