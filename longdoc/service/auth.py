@@ -61,7 +61,7 @@ from longdoc.errors import (
     Unauthorized,
 )
 from longdoc.jobs.models import ApiKey
-from longdoc.jobs.repo import KeyRepo
+from longdoc.jobs.repo import KeyRepo, KeyState, key_state
 from longdoc.tls import redis_options
 
 log = logging.getLogger("longdoc.auth")
@@ -183,11 +183,24 @@ class Authenticator:
             key = self.keys.authenticate(token) if token is not None else None
         except KeyExpired as exc:
             self._failed(KEY_FAILURES, client)
-            raise _expired(exc) from None
+            raise _expired(exc.context) from None
         if key is None:
             self._failed(KEY_FAILURES, client)
             raise Unauthorized("Missing API key." if token is None else "Invalid or revoked API key.")
         return key
+
+    def still_valid(self, key: ApiKey) -> None:
+        """Return if ``key``, authenticated earlier (at the start of an
+        answer that lasts: an event stream), still authenticates now; raises
+        Unauthorized (revoked since, or deleted) or KeyExpired (only when,
+        as at authentication). Reads the key's row, nothing is counted."""
+        row = self.keys.get(key.id)
+        state = key_state(row, self.keys.now()) if row is not None else KeyState.REVOKED
+        if state is KeyState.REVOKED:
+            raise Unauthorized("The API key was revoked.")
+        if state is KeyState.EXPIRED:
+            assert row is not None and row.expires_at is not None
+            raise _expired({"expired_at": row.expires_at.isoformat(), "tenant": row.tenant, "key_id": row.id})
 
     def check_admin(self, authorization: str | None, client: str | None) -> None:
         """Return if the header carries the configured admin token; raises
@@ -282,10 +295,11 @@ def authorization_header(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
     return found[0].decode("latin-1") if found else None
 
 
-def _expired(exc: KeyExpired) -> KeyExpired:
-    """What the caller of an expired key is told: that it expired, and when;
-    the key's tenant and id stay in ``context`` for the audit trail and are
-    left out of the answer (:meth:`KeyExpired.to_dict`)."""
-    when = exc.context.get("expired_at")
+def _expired(context: dict[str, Any]) -> KeyExpired:
+    """What the caller of an expired key is told: that it expired, and when
+    (``context["expired_at"]``); the key's ``tenant`` and ``key_id`` stay in
+    ``context`` for the audit trail and are left out of the answer
+    (:meth:`KeyExpired.to_dict`)."""
+    when = context.get("expired_at")
     message = f"The API key expired at {when}." if when else "The API key has expired."
-    return KeyExpired(message, **exc.context)
+    return KeyExpired(message, **context)

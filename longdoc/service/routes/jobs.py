@@ -11,7 +11,7 @@ from fastapi import APIRouter, File, Form, Header, Query, Request, Response, Upl
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse
 
-from longdoc.errors import JobNotFinished
+from longdoc.errors import JobNotFinished, LongdocError
 from longdoc.export.formats import ExportFormat
 from longdoc.jobs.states import JobState
 from longdoc.model import Page
@@ -26,6 +26,8 @@ FileField = Annotated[UploadFile, File(description="PDF or image (PNG, JPEG, TIF
 OptionsField = Annotated[str | None, Form(description="JSON: formats, pages, ocr, engine, dpi, regions, priority, callback_url")]
 IdemHeader = Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)]
 POLL_S = 0.25
+#: how often an open event stream checks that its key still authenticates
+KEY_RECHECK_S = 5.0
 
 
 @router.post("/jobs", status_code=202, response_model=JobPublic, responses=ERRORS)
@@ -71,15 +73,24 @@ async def get_job(request: Request, key: KeyDep, jobs: JobsDep, job_id: str,
 
 
 @router.get("/jobs/{job_id}/events", responses=ERRORS,
-            response_class=StreamingResponse, description="Server-sent events: `progress` (job JSON) … `end`.")
+            response_class=StreamingResponse, description="Server-sent events: `progress` (job JSON) … `end`; "
+            "`error` (`{\"error\": {code, …}}`) and the stream's end once its key is revoked or expires "
+            "(checked every few seconds).")
 async def job_events(request: Request, key: KeyDep, jobs: JobsDep, container: ContainerDep, job_id: str):
     first = await run_in_threadpool(jobs.get, key, job_id)
 
     async def stream():
         seen = None
         job = first
-        last_beat = time.monotonic()
+        last_beat = last_check = time.monotonic()
         while True:
+            if time.monotonic() - last_check >= KEY_RECHECK_S:
+                last_check = time.monotonic()
+                try:
+                    await run_in_threadpool(container.auth.still_valid, key)
+                except LongdocError as exc:
+                    yield f"event: error\ndata: {json.dumps({'error': exc.to_dict()})}\n\n"
+                    return
             public = await run_in_threadpool(jobs.public, job)
             state = (public.state, public.pages_done, public.queue_position)
             if state != seen:
