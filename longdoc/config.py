@@ -81,10 +81,18 @@ class ServiceSettings(_Section):
                                  "and closed at once (also kept below the open-files limit)")
     max_connections_per_client: int = Field(default=100, ge=0, description="open connections per client "
                                             "address (0 = no per-address limit; set 0 behind a proxy)")
-    header_timeout_seconds: float = Field(default=10.0, gt=0, description="a connection must send a complete "
-                                          "request head within this time")
+    header_timeout_seconds: float = Field(default=10.0, gt=0, description="a request head must be complete "
+                                          "within this time, counted from the connection's opening (with TLS: "
+                                          "the end of the handshake) or, on a kept-alive connection, from the "
+                                          "request's first byte; bytes arriving do not extend it")
     body_timeout_seconds: float = Field(default=30.0, gt=0, description="longest pause between two parts of "
-                                        "a request body")
+                                        "a request body; also the body's head start in "
+                                        "body_min_bytes_per_second")
+    body_min_bytes_per_second: int = Field(default=16384, ge=1, description="slowest average rate a request "
+                                           "body may arrive at: the connection is closed once reading the body "
+                                           "has taken longer than body_timeout_seconds + bytes received / this "
+                                           "rate (time the server itself was not reading does not count), so "
+                                           "a body of limits.max_upload_mb (200) takes at most ~3.6 h at 16 KiB/s")
     keep_alive_timeout_seconds: int = Field(default=5, ge=1, description="idle keep-alive connections close after this")
     auth_failures_per_minute: int = Field(default=30, ge=1, description="failed authentications per client "
                                           "address, API keys and the admin token counted apart; then 429 for "

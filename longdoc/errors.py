@@ -533,6 +533,25 @@ class TooManyConnections(LongdocError):
     hint = "The server is at its connection limit; retry after `Retry-After` seconds, reusing one connection."
 
 
+class MalformedRequest(LongdocError):
+    """A request that is not valid HTTP/1.1 (its head could not be parsed);
+    answered and the connection closed."""
+
+    code = "malformed_request"
+    http_status = 400
+    exit_code = EXIT_USAGE
+    hint = "Send a valid HTTP/1.1 request."
+
+
+class AmbiguousRequestLength(MalformedRequest):
+    """A request head that gives its body's length two ways (Content-Length
+    with Transfer-Encoding, or Content-Length more than once): a proxy in
+    front could read the body differently (request smuggling)."""
+
+    code = "ambiguous_request_length"
+    hint = "Send either one Content-Length or Transfer-Encoding: chunked, never both, and Content-Length once."
+
+
 class QueueFull(LongdocError):
     code = "queue_full"
     http_status = 429

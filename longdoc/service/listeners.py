@@ -13,15 +13,18 @@ listeners (uvicorn servers) on one event loop.
 Without ``service.admin_port`` the one listener serves everything, /admin
 included. Which listener a request came in on is marked in its scope by
 :func:`~longdoc.service.app.on_admin_listener` and acted on by
-:class:`~longdoc.service.app.AdminApart`.
+:class:`~longdoc.service.app.AdminApart`. Wherever /admin is served,
+:class:`~longdoc.service.app.AdminGate` checks the admin token before a byte
+of the body is read.
 
 Every listener speaks the same protocol: plain HTTP, or with
 ``service.tls_certfile`` HTTPS only (HTTP/1.1 over TLS; a plain-HTTP request
 fails the TLS handshake and gets no answer), with ``service.tls_client_ca``
-mutual TLS. The connection limits and timeouts
-(:mod:`longdoc.service.connections`) apply on each listener: the request head
-is timed from the end of the TLS handshake, and the handshake itself must
-finish within ``service.header_timeout_seconds`` (asyncio's default is 60 s).
+mutual TLS. The connection limits and deadlines
+(:mod:`longdoc.service.connections`) apply on each listener (one policy: an
+address's connections to both count together): the request head is timed
+from the end of the TLS handshake, and the handshake itself must finish
+within ``service.header_timeout_seconds`` (asyncio's default is 60 s).
 
 Both sockets are bound before the application starts, so a port in use is a
 :class:`~longdoc.errors.ConfigError` and nothing was started. The first
