@@ -552,6 +552,14 @@ class AmbiguousRequestLength(MalformedRequest):
     hint = "Send either one Content-Length or Transfer-Encoding: chunked, never both, and Content-Length once."
 
 
+class BodyTooLarge(LimitExceeded):
+    """A request body over what its path accepts (an /admin call's JSON)."""
+
+    code = "body_too_large"
+    http_status = 413
+    hint = "Admin requests are small JSON objects; send the body the API describes (see /docs)."
+
+
 class QueueFull(LongdocError):
     code = "queue_full"
     http_status = 429

@@ -169,23 +169,25 @@ def test_idle_and_half_sent_connections_are_closed_and_the_service_keeps_answeri
             s = _connect(guarded.port)
             if i % 3 == 1:
                 s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # half a head
-            elif i % 3 == 2:  # half a body
+            elif i % 3 == 2:  # half a body, refused at once: /admin without the admin token
                 s.sendall(b"POST /admin/keys HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                           b"Content-Length: 1000\r\n\r\n{\"tenant\"")
             flood.append(s)
-        # past the per-address cap: answered 503 at once, not left hanging
-        over = [_status_or_none(s) for s in flood[PER_CLIENT:]]
-        assert over == [503] * 10, over
+        assert [_status_or_none(s) for s in flood[2:PER_CLIENT:3]] == [403] * (PER_CLIENT // 3)
         # another address is served while this one floods, up to the server's cap
         other = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"))
         assert other.get(f"{guarded.url}/healthz", timeout=5).status_code == 200
         other.close()
         second = [_connect(guarded.port, "127.0.0.2") for _ in range(MAX_CONNECTIONS - PER_CLIENT)]
         flood += second
-        assert _status_or_none(_connect(guarded.port, "127.0.0.3")) == 503  # the server's own cap
+        # at the server's cap a client with a request is still served: the connection that has waited
+        # longest for its head gives way (answered 503 only when every connection is busy: test_connections.py)
+        third = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.3"))
+        assert third.get(f"{guarded.url}/healthz", timeout=5).status_code == 200
+        third.close()
         # the idle and half-sent ones are closed by the server within the timeouts
         deadline = time.monotonic() + IDLE_S + 5
-        for s in flood[:PER_CLIENT] + second:
+        for s in flood:
             assert _closed_by_server(s, max(0.1, deadline - time.monotonic())), "an idle connection stayed open"
         with guarded.http(guarded_key) as http:
             assert http.get("/healthz").status_code == 200
