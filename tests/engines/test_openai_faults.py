@@ -189,6 +189,20 @@ def test_a_refusal_that_persists_fails_with_engine_unavailable_and_a_hint(status
     assert names in error["hint"] and str(status) in error["hint"]
     assert len(server.bodies) == 2  # one retry, no ladder
     assert engine.fallback._engine is None  # no page read by the fallback
+    # a job records this error and its tenant reads it: the model server's address stays in the log
+    assert "127.0.0.1" not in str(error) and str(server.url) not in str(error)
+
+
+def test_a_model_server_that_is_down_is_engine_unavailable_without_its_address(caplog):
+    with RecordingServer() as server:
+        url = server.url
+    engine = _engine(url)  # the server is gone: its port refuses connections
+    with pytest.raises(EngineUnavailable) as caught:
+        _read(engine, [1])
+    error = caught.value.to_dict()
+    assert error["message"].startswith("The model server") and "127.0.0.1" not in str(error)
+    assert any(getattr(r, "base_url", None) == f"{url}/v1" or url in str(getattr(r, "base_url", ""))
+               for r in caplog.records)  # the operator still reads where it looked
 
 
 def test_a_refusal_once_is_retried():

@@ -33,6 +33,7 @@ between them are not.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import re
 import socket
@@ -47,6 +48,8 @@ import httpx
 
 from longdoc.engines.openai.checks import LOOP_TAIL_CHARS, repetition_loop
 from longdoc.errors import EngineUnavailable
+
+log = logging.getLogger("longdoc.engines.openai")
 
 #: a streamed answer is checked for a loop every this many characters
 LOOP_CHECK_EVERY = 400
@@ -257,8 +260,9 @@ class ModelClient:
             models = answer.json().get("data") or []
         except (httpx.HTTPError, ValueError) as exc:
             status = exc.response.status_code if isinstance(exc, httpx.HTTPStatusError) else None
+            _log_server(self.base_url, "GET /models", status or type(exc).__name__)
             raise EngineUnavailable(
-                f"The model server at {self.base_url} does not answer GET /models "
+                f"The model server does not answer GET /models "
                 f"({status or type(exc).__name__}).",
                 hint=_REFUSED_HINTS.get(status, "Start the vLLM or SGLang server, or fix `inference.openai.base_url`."),
             ) from exc
@@ -315,8 +319,9 @@ class ModelClient:
                         refused += 1
                         _pause(REFUSED_RETRY_WAIT, cancelled)
                         continue
+                    _log_server(self.base_url, "chat completions", status)
                     raise EngineUnavailable(
-                        f"The model server at {self.base_url} answers {_body_excerpt(exc.response)} "  # type: ignore[attr-defined]
+                        f"The model server answers {_body_excerpt(exc.response)} "  # type: ignore[attr-defined]
                         "to chat completions, again after a retry.", hint=_REFUSED_HINTS[status]) from exc
                 if kind in ("transient", "down") and transient < self.retries:
                     pause = min(TRANSIENT_BACKOFF_CAP, TRANSIENT_BACKOFF_FIRST * 2 ** transient)
@@ -452,10 +457,18 @@ def _kind(exc: BaseException) -> str:
     return "final"
 
 
+def _log_server(base_url: str, what: str, failure: object) -> None:
+    """The model server's address goes to the log, for the operator, never
+    into an error a job records: a tenant reads those, and the address is
+    the inside of the deployment."""
+    log.warning("model server failed", extra={"base_url": base_url, "request": what, "failure": str(failure)})
+
+
 def _final(exc: BaseException, kind: str, base_url: str) -> Exception:
     """The error a failure of ``kind`` ends the request with."""
     if kind == "down":
-        return EngineUnavailable(f"The model server at {base_url} refuses connections.",
+        _log_server(base_url, "connect", "refused")
+        return EngineUnavailable("The model server refuses connections.",
                                  hint="Start the model server or fix `inference.openai.base_url`.")
     if isinstance(exc, httpx.HTTPStatusError):
         response = exc.response

@@ -9,11 +9,10 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from longdoc import __version__
-from longdoc.engines import available_engines
 from longdoc.export.formats import DEFAULT_FORMATS, FILE_NAMES, FORMATS, LABELS, MEDIA_TYPES
 from longdoc.jobs.states import TERMINAL, WITH_RESULTS, JobState
 from longdoc.model import BlockKind
-from longdoc.service.deps import ContainerDep
+from longdoc.service.deps import ContainerDep, JobsDep
 from longdoc.service.schemas import Meta, MetaFormat, Readiness
 
 router = APIRouter(tags=["operations"])
@@ -43,10 +42,12 @@ def metrics(container: ContainerDep) -> Response:
 
 
 @router.get("/v1/meta", response_model=Meta)
-def meta() -> Meta:
+def meta(jobs: JobsDep) -> Meta:
     """What the service knows, from the one place each is defined: export
     formats (name, label, file name, media type, written by default), job
-    states (which are terminal, which have results), block kinds, engines. The console builds
+    states (which are terminal, which have results), block kinds, the
+    engines a job may name (``inference.engine`` first, then
+    ``service.tenant_engines``; never the others registered). The console builds
     its choices from it; no key needed (nothing here is a tenant's)."""
     return Meta(
         version=__version__,
@@ -54,5 +55,5 @@ def meta() -> Meta:
                             default=f in DEFAULT_FORMATS) for f in FORMATS],
         states=[s.value for s in JobState], terminal_states=[s.value for s in JobState if s in TERMINAL],
         result_states=[s.value for s in JobState if s in WITH_RESULTS],
-        block_kinds=[k.value for k in BlockKind], engines=available_engines(),
+        block_kinds=[k.value for k in BlockKind], engines=list(jobs.offered_engines),
     )
