@@ -41,8 +41,23 @@ and 5 descriptors (peaks) per 10 minutes per tree.
 Exit status 1 when a job fails, an HTTP error or a lost token was seen, a
 process died, or a slope is over its target.
 
+``--restart-every M`` (minutes) adds rolling restarts, as an upgrade during
+business hours does: every M minutes the embedded server is stopped with
+SIGTERM and started again; on the fleet each worker in turn (SIGTERM:
+Celery's warm shutdown, waited for up to 5 minutes as the compose file
+does), then the API. The server is down meanwhile (embedded) or one
+worker is: a client request that fails while a restart is under way (no
+connection, 503 while shutting down) is retried a second later and counted
+apart (``restart_retries``), not as an error. What must hold is unchanged:
+every job succeeds with every word and page once, in order. Each restart
+also reads the job tasks' ``takeovers`` from the database: a SIGTERM must
+add none. Process trees are followed across restarts (the new processes'
+trees are sampled from then on), but leak slopes are not judged in this
+mode: no process lives long enough to have a second half worth fitting
+(the leak soak is the run without restarts).
+
     python bench/soak.py [--minutes 30] [--stacks embedded,fleet] [--clients 2] [--sample-s 10]
-        [--json OUT]
+        [--restart-every 5] [--json OUT]
 """
 
 from __future__ import annotations
@@ -52,6 +67,7 @@ import json
 import logging
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import threading
@@ -232,11 +248,40 @@ class Tally:
     order_errors: int = 0
     scan_recall: list[float] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # the first few, for the log
+    #: set while a rolling restart is under way (and a few seconds after): failed requests are retried
+    restarting: threading.Event = field(default_factory=threading.Event)
+    restart_retries: Counter = field(default_factory=Counter)
 
     def problem(self, text: str) -> None:
         with self.lock:
             if len(self.problems) < 20:
                 self.problems.append(text)
+
+
+def _during_restart(tally: Tally, what: str, why: str) -> bool:
+    """Whether a failed request came while a restart is under way (then it
+    is counted apart and retried after a second)."""
+    if not tally.restarting.is_set():
+        return False
+    with tally.lock:
+        tally.restart_retries[f"{what} {why}"] += 1
+    time.sleep(1)
+    return True
+
+
+def _request(tally: Tally, what: str, send) -> httpx.Response | None:
+    """``send()``, retried while a restart is under way; the answer as
+    :func:`_checked` judges it."""
+    while True:
+        try:
+            r = send()
+        except httpx.TransportError as exc:
+            if _during_restart(tally, what, type(exc).__name__):
+                continue
+            raise
+        if r.status_code == 503 and _during_restart(tally, what, "503"):
+            continue
+        return _checked(tally, r, what)
 
 
 def _checked(tally: Tally, r: httpx.Response, what: str) -> httpx.Response | None:
@@ -271,14 +316,16 @@ def check_result(tally: Tally, doc: Doc, text: str) -> None:
 
 def one_job(http: httpx.Client, tally: Tally, doc: Doc, tag: str, stop_at: float) -> None:
     data = doc.data + f"\n% soak {tag}\n".encode()
-    r = _checked(tally, http.post("/v1/jobs", files={"file": (f"{doc.kind}-{tag}.pdf", data, "application/pdf")},
-                                  data={"options": json.dumps({"formats": ["txt"]})}), "POST /v1/jobs")
+    r = _request(tally, "POST /v1/jobs", lambda: http.post(
+        "/v1/jobs", files={"file": (f"{doc.kind}-{tag}.pdf", data, "application/pdf")},
+        data={"options": json.dumps({"formats": ["txt"]})}))
     if r is None:
         return
     job_id = r.json()["id"]
     deadline = max(stop_at, time.monotonic()) + 600  # a job started before the end is followed to its end
     while True:
-        r = _checked(tally, http.get(f"/v1/jobs/{job_id}", params={"wait": 10}, timeout=40), "GET /v1/jobs/{id}")
+        r = _request(tally, "GET /v1/jobs/{id}",
+                     lambda: http.get(f"/v1/jobs/{job_id}", params={"wait": 10}, timeout=40))
         if r is None:
             return
         job = r.json()
@@ -294,13 +341,13 @@ def one_job(http: httpx.Client, tally: Tally, doc: Doc, tag: str, stop_at: float
             tally.states[job["state"]] += 1
         tally.problem(f"job {job_id} ({doc.kind}) ended {job['state']}: {job.get('error')}")
     else:
-        r = _checked(tally, http.get(f"/v1/jobs/{job_id}/result", params={"format": "txt"}), "GET result")
+        r = _request(tally, "GET result", lambda: http.get(f"/v1/jobs/{job_id}/result", params={"format": "txt"}))
         if r is not None:
             check_result(tally, doc, r.text)
             with tally.lock:
                 tally.jobs[doc.kind] += 1
                 tally.pages += doc.pages
-    _checked(tally, http.delete(f"/v1/jobs/{job_id}"), "DELETE /v1/jobs/{id}")
+    _request(tally, "DELETE /v1/jobs/{id}", lambda: http.delete(f"/v1/jobs/{job_id}"))
 
 
 def client_loop(url: str, key: str, pool: dict[str, list[Doc]], tally: Tally, index: int, stop_at: float) -> None:
@@ -341,6 +388,15 @@ class Embedded:
     def key(self) -> str:
         return self.api.create_key("soak").key
 
+    def restart(self) -> list[str]:
+        """SIGTERM the server, start it again; what was restarted."""
+        rc = self.api.terminate(timeout=120)
+        self.api.start()
+        return [f"server (exit {rc})"]
+
+    def database_url(self) -> str:
+        return self.api.config["database"]["url"]
+
     def stop(self) -> None:
         self.api.stop()
 
@@ -374,6 +430,28 @@ class FleetStack:
     def key(self) -> str:
         return self.fleet.create_key("soak").key
 
+    def restart(self) -> list[str]:
+        """Each worker in turn (SIGTERM, warm shutdown waited for up to 5
+        minutes, then started again and waited for), then the API."""
+        done = []
+        for w in self.fleet.workers:
+            t0 = time.monotonic()
+            w.signal_stop()
+            try:
+                rc = w.proc.wait(300)
+            except subprocess.TimeoutExpired:
+                rc = None  # reaped below: a takeover will follow, and shows in the counts
+            w.wait_stopped()
+            w.start()
+            w.wait_ready(timeout=120)
+            done.append(f"{w.name} (exit {rc}, {time.monotonic() - t0:.0f} s)")
+        rc = self.api.terminate(timeout=120)
+        self.api.start()
+        return done + [f"api (exit {rc})"]
+
+    def database_url(self) -> str:
+        return self.api.config["database"]["url"]
+
     def stop(self) -> None:
         self.fleet.stop()
 
@@ -405,11 +483,53 @@ def write_defaults(server: Server) -> None:
 # --- one run ----------------------------------------------------------------------------
 
 
+def takeovers(database_url: str) -> int:
+    """Takeovers summed over every job task on record (deleted jobs' tasks go
+    with them, so this is read just before and just after each restart)."""
+    from longdoc.jobs import db
+    from longdoc.jobs.models import JobTask
+    from sqlalchemy import func, select
+
+    engine = db.make_engine(database_url)
+    try:
+        with engine.connect() as c:
+            return int(c.execute(select(func.coalesce(func.sum(JobTask.takeovers), 0))).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def rolling_restarts(stack, tally: Tally, every_s: float, stop_at: float, log: list[dict],
+                     retired: list[Tree], trees: list[Tree]) -> None:
+    """Every ``every_s`` seconds until ``stop_at``: restart the stack (see
+    the module docstring), noting the takeovers the restart added."""
+    began = time.monotonic()
+    next_at = began + every_s
+    while next_at < stop_at - 30:
+        time.sleep(max(0.0, next_at - time.monotonic()))
+        tally.restarting.set()
+        t0 = time.monotonic()
+        before = takeovers(stack.database_url())
+        what = stack.restart()
+        added = takeovers(stack.database_url()) - before
+        fresh = stack.trees()
+        retired.extend(trees)
+        trees[:] = fresh
+        time.sleep(5)  # answers already on their way back from the old process
+        tally.restarting.clear()
+        log.append({"at_min": round((t0 - began) / 60, 1), "seconds": round(time.monotonic() - t0, 1),
+                    "restarted": what, "takeovers_added": added})
+        print(f"  {stack.name}: restarted {', '.join(what)} in {time.monotonic() - t0:.0f} s; "
+              f"takeovers added: {added}", flush=True)
+        next_at += every_s
+
+
 def soak(stack, pool: dict[str, list[Doc]], args: argparse.Namespace) -> dict:
     write_defaults(stack.api)
     stack.start()
     key = stack.key()
     trees = stack.trees()
+    retired: list[Tree] = []
+    restarts: list[dict] = []
     tally = Tally()
     t_start = time.monotonic()
     stop_at = t_start + args.minutes * 60
@@ -417,13 +537,18 @@ def soak(stack, pool: dict[str, list[Doc]], args: argparse.Namespace) -> dict:
                for i in range(args.clients)]
     for c in clients:
         c.start()
+    restarter = None
+    if args.restart_every:
+        restarter = threading.Thread(target=rolling_restarts, args=(stack, tally, args.restart_every * 60, stop_at,
+                                                                    restarts, retired, trees), daemon=True)
+        restarter.start()
     died = None
     next_print = t_start + 60
     while any(c.is_alive() for c in clients):
         now = time.monotonic()
-        for tree in trees:
+        for tree in list(trees):
             tree.sample(now)
-        died = died or stack.alive()
+        died = died or (None if tally.restarting.is_set() else stack.alive())
         if died:
             break
         if now >= next_print:
@@ -437,15 +562,20 @@ def soak(stack, pool: dict[str, list[Doc]], args: argparse.Namespace) -> dict:
         time.sleep(args.sample_s)
     for c in clients:
         c.join(timeout=5)
+    if restarter is not None:
+        restarter.join(timeout=600)
     elapsed = time.monotonic() - t_start
     stack.stop()
     return {"stack": stack.name, "minutes": elapsed / 60, "clients": args.clients,
+            "restart_every_min": args.restart_every, "restarts": restarts,
+            "restart_retries": dict(tally.restart_retries),
             "jobs": dict(tally.jobs), "pages": tally.pages, "pages_per_s": tally.pages / elapsed,
             "not_succeeded": dict(tally.states), "http_errors": dict(tally.http_errors),
             "tokens_lost": tally.tokens_lost, "order_errors": tally.order_errors,
             "scan_recall": {"mean": float(np.mean(tally.scan_recall)) if tally.scan_recall else None,
                             "min": float(np.min(tally.scan_recall)) if tally.scan_recall else None},
-            "died": died, "problems": tally.problems, "trees": [t.report() for t in trees if t.samples]}
+            "died": died, "problems": tally.problems,
+            "trees": [t.report() for t in [*retired, *trees] if len(t.samples) > 1]}
 
 
 def verdict(run: dict) -> list[str]:
@@ -458,6 +588,11 @@ def verdict(run: dict) -> list[str]:
         bad.append(f"HTTP errors: {run['http_errors']}")
     if run["tokens_lost"] or run["order_errors"]:
         bad.append(f"born-digital tokens lost: {run['tokens_lost']}, pages out of order: {run['order_errors']}")
+    added = sum(r["takeovers_added"] for r in run.get("restarts", []))
+    if added:
+        bad.append(f"rolling restarts added {added} takeover(s): a SIGTERM must hand its tasks back")
+    if run.get("restart_every_min"):
+        return bad  # no process lives long enough for a slope (see the module docstring)
     for tree in run["trees"]:
         s = tree["slope_per_10min"]
         if max(s["rss_envelope_mb"], s["persistent_rss_mb"]) > RSS_TARGET_MB or s["fds_envelope"] > FD_TARGET:
@@ -471,6 +606,10 @@ def print_run(run: dict) -> None:
     print(f"  jobs succeeded: {run['jobs']} ({sum(run['jobs'].values())}), pages {run['pages']} "
           f"({run['pages_per_s']:.2f}/s)")
     print(f"  not succeeded: {run['not_succeeded'] or 'none'}; HTTP errors: {run['http_errors'] or 'none'}")
+    if run.get("restarts"):
+        print(f"  rolling restarts: {len(run['restarts'])}, every {run['restart_every_min']:g} min; takeovers "
+              f"added: {sum(r['takeovers_added'] for r in run['restarts'])}; requests retried while restarting: "
+              f"{sum(run['restart_retries'].values())} {run['restart_retries'] or ''}")
     print(f"  born-digital words lost: {run['tokens_lost']}; long documents out of order: {run['order_errors']}; "
           f"scan word recall mean {run['scan_recall']['mean'] or 0:.3f}, min {run['scan_recall']['min'] or 0:.3f}")
     print(f"  {'tree':8} {'RSS first/last/peak MB':>24} {'fds first/last/peak':>20} {'threads':>14} {'procs':>6}")
@@ -478,6 +617,11 @@ def print_run(run: dict) -> None:
         r, f, th = t["rss_mb"], t["fds"], t["threads"]
         print(f"  {t['name']:8} {r['first']:8.0f}{r['last']:8.0f}{r['peak']:8.0f} {f['first']:6}{f['last']:7}"
               f"{f['peak']:7} {th['first']:4}{th['last']:5}{th['peak']:5} {t['processes']['seen']:6}")
+    if run.get("restart_every_min"):
+        print("  (one row per process tree, a new one after each restart; no slopes: none lives long enough)")
+        for p in run["problems"][:5]:
+            print(f"  problem: {p[:300]}")
+        return
     print("  slopes per 10 min over the second half: every sample (RSS MB, fds, threads) | the peaks of each "
           f"{ENVELOPE_S:.0f} s (RSS MB, fds) | the processes that stayed (RSS MB)")
     for t in run["trees"]:
@@ -495,6 +639,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--stacks", default="embedded,fleet")
     ap.add_argument("--clients", type=int, default=2)
     ap.add_argument("--sample-s", type=float, default=10.0)
+    ap.add_argument("--restart-every", type=float, default=0.0, metavar="MIN",
+                    help="rolling restarts every MIN minutes (0: none)")
     ap.add_argument("--json", type=Path)
     return ap.parse_args()
 
