@@ -191,13 +191,17 @@ class LongdocClient:
         ``data`` is decoded JSON when it is JSON (``progress`` carries the
         job), else the text. Comments and keep-alives are skipped. The
         iterator ends after the ``end`` event or when the server closes the
-        stream. ``read_timeout`` bounds the silence between two lines.
+        stream. An ``error`` event (the key was revoked or expired while
+        the stream was open) raises it as a :class:`ClientError` with the
+        server's code. ``read_timeout`` bounds the silence between two lines.
         """
         timeout = httpx.Timeout(self._timeout, read=read_timeout)
         headers = {"Accept": "text/event-stream"}
         with self._stream("GET", f"/v1/jobs/{job_id}/events", headers=headers, timeout=timeout) as response:
             with _transport_errors():
                 for event in parse_sse(response.iter_lines()):
+                    if event["event"] == "error":
+                        raise _stream_error(event["data"])
                     yield event
                     if event["event"] == "end":
                         return
@@ -366,6 +370,11 @@ def _error_from(response: httpx.Response) -> ClientError:
             retry_after_s=retry_after,
             body=body,
         )
+    return _from_error(error, status, retry_after, body)
+
+
+def _from_error(error: dict[str, Any], status: int | None, retry_after: float | None, body: Any) -> ClientError:
+    """The server's error object (``{code, message, hint, retryable, context}``) as a ClientError."""
     context = error.get("context") if isinstance(error.get("context"), dict) else {}
     return ClientError(
         str(error.get("message") or f"HTTP {status}"),
@@ -377,6 +386,15 @@ def _error_from(response: httpx.Response) -> ClientError:
         body=body,
         context=context,
     )
+
+
+def _stream_error(data: Any) -> ClientError:
+    """An event stream's ``error`` event (``{"error": {...}}``) as a ClientError."""
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict):
+        return ClientError(f"The event stream ended with an error: {str(data)[:200]}", code="bad_response",
+                           status=None, body=data)
+    return _from_error(error, None, None, data)
 
 
 @contextlib.contextmanager

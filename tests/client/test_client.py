@@ -195,6 +195,23 @@ def test_events_parse_the_stream(client, server):
     assert request.url.path == "/v1/jobs/j1/events" and request.headers["Accept"] == "text/event-stream"
 
 
+def test_an_error_event_raises_the_servers_error(client, server):
+    """The server ends a stream whose key was revoked with an error event:
+    the caller gets it as the error it is, not as one more event."""
+    server.add_job("j1", [("running", 1)])
+    server.events_body = (
+        b"event: progress\ndata: {\"id\": \"j1\", \"state\": \"running\"}\n\n"
+        b"event: error\ndata: {\"error\": {\"code\": \"unauthorized\", \"message\": \"The API key was revoked.\","
+        b" \"retryable\": false}}\n\n"
+    )
+    seen = []
+    with pytest.raises(ClientError) as info:
+        for event in client.events("j1"):
+            seen.append(event["event"])
+    assert seen == ["progress"]
+    assert info.value.code == "unauthorized" and "revoked" in str(info.value)
+
+
 def test_parse_sse_rules():
     lines = ["data:no space", "", "retry: 100", "data: x", "unknown: y", "", "event: tail", "data: cut off"]
     assert list(parse_sse(iter(lines))) == [
