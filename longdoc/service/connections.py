@@ -27,11 +27,12 @@ protocol class :func:`guarded_protocol` builds adds, per connection::
   closed instead of reading the rest to keep it alive;
 - **connection limits**: past ``service.max_connections`` open connections
   on a listener, or ``service.max_connections_per_client`` from one
-  address, a new connection first takes the place of the connection that
-  has waited longest for a request head (a new or kept-alive idle
-  connection: the oldest at the limit of that address, or of the
-  listener), which is closed; only when none is waiting (every connection
-  is busy with a request) is the new one answered
+  address, a new connection first takes the place of a connection waiting
+  for a request head (a new or kept-alive idle connection), which is
+  closed: at the address's limit its own that has waited longest; at the
+  listener's, the one that has waited longest of the address holding the
+  most connections. Only when none is waiting (every connection is busy
+  with a request) is the new one answered
   ``503 too_many_connections`` with ``Retry-After`` and closed at once. So
   connections that send nothing, or drip their head, cannot keep a client
   with a request to make out, and the process never runs out of
@@ -100,10 +101,20 @@ class ConnectionPolicy:
         return cls(cap, service.max_connections_per_client, service.header_timeout_seconds,
                    service.body_timeout_seconds, service.body_min_bytes_per_second)
 
-    def longest_waiting(self, matches: Callable[[Any], bool]) -> Any | None:
-        """The connection that has awaited a request head longest among
-        those ``matches`` accepts, or None."""
-        return next((c for c in self.waiting if matches(c) and not c.transport.is_closing()), None)
+    def victim(self, matches: Callable[[Any], bool]) -> Any | None:
+        """Of the connections awaiting a request head that ``matches``
+        accepts, the one that has waited longest among those of the address
+        holding the most connections; None when there is none. (By address
+        first: a client that reconnects each time one of its connections is
+        closed then only ever closes its own, never a newcomer's before its
+        head has arrived.)"""
+        best, most = None, -1
+        for c in self.waiting:
+            if matches(c) and not c.transport.is_closing():
+                held = self.per_client.get(c._peer, 0) if c._peer is not None else 0
+                if held > most:
+                    best, most = c, held
+        return best
 
 
 def guarded_protocol(policy: ConnectionPolicy) -> type[H11Protocol]:
@@ -166,10 +177,10 @@ def guarded_protocol(policy: ConnectionPolicy) -> type[H11Protocol]:
         # -- admission -------------------------------------------------------
 
         def _admit(self) -> bool:
-            """Room for this connection, made by closing the connection that
-            has awaited a request head longest (of this address at its
-            limit, then of this listener at its limit); False when every
-            one is busy with a request."""
+            """Room for this connection, made by closing a connection
+            awaiting a request head (:meth:`ConnectionPolicy.victim`: of
+            this address at its limit, then of this listener at its limit);
+            False when every one is busy with a request."""
             policy, peer = self._policy, self._peer
             if policy.max_per_client and peer is not None and policy.per_client[peer] >= policy.max_per_client:
                 if not self._evict(lambda c: c._peer == peer):
@@ -179,7 +190,7 @@ def guarded_protocol(policy: ConnectionPolicy) -> type[H11Protocol]:
             return True
 
         def _evict(self, matches: Callable[[Any], bool]) -> bool:
-            victim = self._policy.longest_waiting(matches)
+            victim = self._policy.victim(matches)
             if victim is None:
                 return False
             self._policy.evicted += 1

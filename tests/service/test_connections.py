@@ -123,10 +123,10 @@ def test_on_a_kept_alive_connection_the_head_deadline_runs_from_the_requests_fir
 
 def test_at_the_caps_the_connection_waiting_longest_for_its_head_gives_way_and_busy_ones_do_not():
     """Per address (2 here) and per listener (3): a new connection closes
-    the connection of that scope that has waited longest for a request head
-    (a new or kept-alive idle one) and is served; when every connection of
-    the scope is busy with a request, the new one is answered 503
-    too_many_connections."""
+    a connection of that scope waiting for a request head (a new or
+    kept-alive idle one: the longest waiting, of the address holding the
+    most connections) and is served; when every connection of the scope is
+    busy with a request, the new one is answered 503 too_many_connections."""
     policy = ConnectionPolicy(3, 2, 30.0, 30.0)
     with _serving(guarded_protocol(policy)) as port:
         def connect(source: str) -> socket.socket:

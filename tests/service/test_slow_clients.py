@@ -32,11 +32,28 @@ def srv(tmp_path_factory):
     """The default layout (/admin on the public listener) with short
     deadlines and connection caps low enough for a handful of clients to
     fill them."""
-    server = Server(tmp_path_factory.mktemp("server-slow"), service={
+    server = _own(lambda: Server(tmp_path_factory.mktemp("server-slow"), service={
         "warmup": False, "header_timeout_seconds": HEAD_S, "body_timeout_seconds": HEAD_S,
-        "max_connections": MAX_CONNECTIONS, "max_connections_per_client": PER_CLIENT}).start()
+        "max_connections": MAX_CONNECTIONS, "max_connections_per_client": PER_CLIENT}))
     yield server
     server.stop()
+
+
+def _own(make, tries: int = 3) -> Server:
+    """``make()`` started, checked to be the server answering on its port
+    (it knows its own admin token): a test process beside this one may take
+    the port between ``free_port``'s probe and the bind, and its server then
+    answers the readiness probe. Tried again on a new port then."""
+    for _ in range(tries):
+        server = make()
+        if not server.proc or server.proc.poll() is not None:
+            server.start()
+        r = httpx.get(f"{server.admin_url if server.config['service'].get('admin_port') else server.url}/admin/keys",
+                      headers=server.admin_headers(), timeout=30)
+        if server.proc.poll() is None and r.status_code == 200:
+            return server
+        server.stop()
+    raise AssertionError(f"no server of this test's own answered in {tries} tries")
 
 
 # --- raw sockets ------------------------------------------------------------------
@@ -246,7 +263,7 @@ def test_an_unauthenticated_admin_body_is_refused_unread_on_the_public_listener(
 def test_an_unauthenticated_admin_body_is_refused_unread_on_the_admin_listener(start_server):
     from tests.conftest import free_port
 
-    server = start_server(service={"admin_port": free_port()})
+    server = _own(lambda: start_server(service={"admin_port": free_port()}))
     assert server.proc is not None
     _big_unauthenticated_admin_post(int(server.admin_url.rsplit(":", 1)[1]), server.proc.pid)
 
