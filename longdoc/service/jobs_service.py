@@ -303,7 +303,8 @@ class JobService:
 
     def cancel_or_delete(self, key: ApiKey, job_id: str) -> JobPublic | None:
         """Cancel a queued or running job (returns it); delete a finished one
-        and its stored data (returns None)."""
+        with its stored data and every copy of its document this process
+        keeps in the work folder, the page viewer's included (returns None)."""
         job = self.get(key, job_id)
         if job.state in (JobState.QUEUED.value, JobState.RUNNING.value):
             was_queued = job.state == JobState.QUEUED.value

@@ -15,6 +15,11 @@ A source idle for ``IDLE_CLOSE_S`` is closed on the next request (and all of
 them when the service stops); at most ``KEEP_OPEN`` are open at once. An open
 source keeps its local copy pinned (its sandbox child reopens the file should
 it die), so newer copies never push it out.
+
+When its job is deleted (:meth:`PageImages.forget`) the source is closed and
+the local copy removed; a request that was opening the document meanwhile
+finds the job gone (``job_not_found``) and removes the copy it made, so
+nothing of a deleted job stays in ``WORK/viewer-originals``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from longdoc.config import Settings
+from longdoc.errors import JobNotFound
 from longdoc.ingest.sandbox import SandboxedSource, open_sandboxed
 from longdoc.jobs.models import Job
 from longdoc.jobs.finisher import fetch_original
@@ -36,6 +42,9 @@ from longdoc.storage.scratch import OriginalCache
 KEEP_OPEN = 2
 IDLE_CLOSE_S = 120.0
 JPEG_QUALITY = 82
+#: how long a deleted job's id is remembered, to turn away a request that
+#: was opening its document when it was deleted (far longer than an open takes)
+FORGOTTEN_S = 900.0
 
 
 @dataclass
@@ -61,6 +70,8 @@ class PageImages:
         self.originals = OriginalCache(Path(work_dir) / "viewer-originals", keep=KEEP_OPEN + 2)
         self._lock = threading.Lock()
         self._open: dict[str, _Open] = {}
+        #: job id -> when it was forgotten (deleted), for FORGOTTEN_S
+        self._forgotten: dict[str, float] = {}
 
     def page_count(self, job: Job) -> int:
         """Pages in the job's original."""
@@ -81,11 +92,16 @@ class PageImages:
         return out.getvalue()
 
     def forget(self, job_id: str) -> None:
-        """Close the job's source (the job was deleted)."""
+        """The job was deleted: close its source and remove its local copy;
+        a request opening it now raises JobNotFound."""
+        now = time.monotonic()
         with self._lock:
+            self._forgotten = {jid: t for jid, t in self._forgotten.items() if now - t < FORGOTTEN_S}
+            self._forgotten[job_id] = now
             entry = self._open.pop(job_id, None)
         if entry is not None:
             entry.close()
+        self.originals.forget(job_id)
 
     def close(self) -> None:
         with self._lock:
@@ -116,10 +132,17 @@ class PageImages:
             pin.close()
             raise
         with self._lock:
+            deleted = job.id in self._forgotten
             closing = [self._open.pop(job.id)] if job.id in self._open else []   # opened meanwhile
-            self._open[job.id] = opened
+            if deleted:
+                closing.append(opened)
+            else:
+                self._open[job.id] = opened
             by_use = sorted(self._open, key=lambda jid: self._open[jid].used)
             closing += [self._open.pop(jid) for jid in by_use[:-KEEP_OPEN]]
         for old in closing:
             old.close()
+        if deleted:
+            self.originals.forget(job.id)
+            raise JobNotFound(f"No job {job.id!r}.")
         return opened.source

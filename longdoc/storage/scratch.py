@@ -8,7 +8,9 @@ is removed when the job ends or is deleted::
 
     WORK/upload-<random>/upload          an upload being spooled and checked
     WORK/originals/<job id>              the document of a job whose tasks run here
+    WORK/viewer-originals/<job id>       the document of a job whose pages someone views
     WORK/task-<job id>-<random>/out/     a task's exports before they go to the store
+    WORK/fleet-<pid>/...                 a fleet worker's own scratch folder, laid out alike
 """
 
 from __future__ import annotations
@@ -68,8 +70,14 @@ class ScratchDir:
         return OriginalCache(self.root / "originals")
 
     def remove_job(self, job_id: str) -> None:
-        """Remove what a job left here (its copy of the original)."""
+        """Remove what a job left here: its copy of the original, here and
+        in the scratch folders nested in this one (a fleet worker's
+        ``fleet-<pid>/`` on this machine). A task of the job still running
+        removes its own folder when it ends."""
         self.originals.forget(job_id)
+        name = check_job_id(job_id)
+        for nested in self.root.glob("*/originals"):
+            _remove_copy(nested, name)
 
     def entries(self) -> list[str]:
         """Names of the folders here now (for tests and diagnostics)."""
@@ -129,8 +137,12 @@ class OriginalCache:
             while fd is None:
                 if not (dest.is_file() and dest.stat().st_size == size):
                     partial = dest.with_name(f"{dest.name}.part")
-                    fetch(partial)
-                    os.replace(partial, dest)
+                    try:
+                        fetch(partial)
+                        os.replace(partial, dest)
+                    except BaseException:
+                        partial.unlink(missing_ok=True)   # a copy cut short holds part of the document
+                        raise
                 try:
                     fd = os.open(dest, os.O_RDONLY)
                 except FileNotFoundError:  # another process's forget() between the check and the open
@@ -144,9 +156,11 @@ class OriginalCache:
             os.close(fd)  # releases the pin
 
     def forget(self, job_id: str) -> None:
-        """Remove the copy of ``job_id``'s original (the job ended or was deleted)."""
+        """Remove the copy of ``job_id``'s original (the job ended or was
+        deleted), pinned or not, and any partial copy of it. A process still
+        reading a pinned copy keeps its open file; the name is gone at once."""
         with self._lock:
-            (self.root / check_job_id(job_id)).unlink(missing_ok=True)
+            _remove_copy(self.root, check_job_id(job_id))
 
     def _evict(self) -> None:
         """Remove the least recently used copies past ``keep``, skipping pinned ones."""
@@ -161,6 +175,12 @@ class OriginalCache:
         copies.sort(reverse=True)
         for _, old in copies[self.keep:]:
             _remove_unpinned(old)
+
+
+def _remove_copy(folder: Path, name: str) -> None:
+    """Remove ``folder/name`` and ``folder/name.part``; missing is fine."""
+    (folder / name).unlink(missing_ok=True)
+    (folder / f"{name}.part").unlink(missing_ok=True)
 
 
 def _remove_unpinned(path: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 
 from longdoc.config import Settings
+from longdoc.errors import JobNotFound, StorageError
 from longdoc.jobs.models import Job
 from longdoc.service import page_images
 from longdoc.service.page_images import PageImages
@@ -75,3 +76,32 @@ def test_keeps_the_last_documents_open_and_closes_the_rest(viewer, monkeypatch):
     images.jpeg(jobs[0], 1, 36)                                 # the idle one is closed on the next request
     time.sleep(0.5)
     assert not alive(pids[2])
+
+
+def test_a_deleted_jobs_copy_goes_and_a_request_opening_it_meanwhile_is_turned_away(viewer, tmp_path):
+    images, job = viewer
+    j = job(1)
+    copies = tmp_path / "work" / "viewer-originals"
+    images.jpeg(j, 1, 36)
+    assert [p.name for p in copies.iterdir()] == [j.id]
+    images.forget(j.id)
+    assert list(copies.iterdir()) == []
+    # a request that had found the job just before it was deleted opens it
+    # now: it gets job_not_found, and the copy it made goes too
+    with pytest.raises(JobNotFound):
+        images.jpeg(j, 1, 36)
+    assert list(copies.iterdir()) == [] and j.id not in images._open
+
+
+def test_a_copy_cut_short_is_not_left_behind(viewer, tmp_path, monkeypatch):
+    images, job = viewer
+    j = job(2)
+
+    def fails_half_way(store, job, dest):
+        dest.write_bytes(SAMPLE_PDF.read_bytes()[:1000])
+        raise StorageError("Cannot read object: connection reset.")
+
+    monkeypatch.setattr(page_images, "fetch_original", fails_half_way)
+    with pytest.raises(StorageError):
+        images.jpeg(j, 1, 36)
+    assert list((tmp_path / "work" / "viewer-originals").iterdir()) == []
