@@ -16,6 +16,7 @@ import errno
 import os
 import shutil
 import stat
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -30,6 +31,8 @@ _TMP_PREFIX = ".tmp-"
 _MISSING = (errno.ENOENT, errno.ENOTDIR)
 _DIR_MODE = 0o700
 _FILE_MODE = 0o600
+#: passes of :func:`_remove_folder` over a folder others keep writing into
+_REMOVE_PASSES = 5
 
 
 class LocalStore:
@@ -176,9 +179,7 @@ class LocalStore:
             return 0
         try:
             count = sum(1 for _ in _walk_sorted(base, prefix))
-            shutil.rmtree(base)
-        except FileNotFoundError:
-            return 0  # removed concurrently
+            _remove_folder(base)
         except OSError as exc:
             raise _storage_error(f"Cannot delete objects under {prefix!r}", exc) from exc
         return count
@@ -240,6 +241,31 @@ def _walk_sorted(folder: Path, rel: str) -> Iterator[str]:
             yield from _walk_sorted(Path(entry.path), key)
         elif entry.is_file(follow_symlinks=False):
             yield key
+
+
+def _remove_folder(folder: Path) -> None:
+    """Remove ``folder`` and everything in it while other threads or
+    processes may write or delete there (a job's tasks finishing as it is
+    deleted): an entry that went meanwhile is skipped, a folder that got a
+    new entry meanwhile is emptied again. Missing is fine; raises OSError
+    when it cannot be removed."""
+    for attempt in range(_REMOVE_PASSES):
+        try:
+            if sys.version_info >= (3, 12):
+                shutil.rmtree(folder, onexc=lambda fn, path, exc: _skip_missing(exc))
+            else:
+                shutil.rmtree(folder, onerror=lambda fn, path, info: _skip_missing(info[1]))
+            return
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            if exc.errno != errno.ENOTEMPTY or attempt == _REMOVE_PASSES - 1:
+                raise
+
+
+def _skip_missing(exc: BaseException) -> None:
+    if not isinstance(exc, FileNotFoundError):
+        raise exc
 
 
 def _fsync_dir(folder: Path) -> None:
