@@ -4,13 +4,11 @@ cause is a typed :class:`~longdoc.errors.LongdocError`."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from pydantic import ValidationError
@@ -29,7 +27,6 @@ from longdoc.errors import (
     QuotaExceeded,
     ShuttingDown,
     TooManyPages,
-    UploadTooLarge,
 )
 from longdoc.engines.registry import check_offered
 from longdoc.export import MEDIA_TYPES
@@ -49,7 +46,7 @@ from longdoc.service.schemas import JobOptions, JobPublic, PageList, PageSummary
 from longdoc.storage import keys
 from longdoc.storage.base import ObjectStore
 from longdoc.storage.checkpoint import StoreCheckpoint
-from longdoc.storage.scratch import ScratchDir
+from longdoc.storage.scratch import Received, ScratchDir
 
 log = logging.getLogger("longdoc.service")
 
@@ -81,7 +78,7 @@ class JobService:
     def submit(
         self,
         key: ApiKey,
-        upload: BinaryIO,
+        upload: Received,
         filename: str,
         options_json: str | None,
         idempotency_key: str | None,
@@ -95,9 +92,11 @@ class JobService:
         stored; returns the existing job for a repeated
         idempotency key or the same document with the same options.
 
-        The upload is spooled to the work folder and opened only in a
-        sandbox process (type, page count, encryption, limits); this
-        process never parses it. Admission is atomic: ``service.max_queued``
+        The upload is the file the request wrote to the work folder as it
+        arrived (:mod:`longdoc.service.uploads`); it is opened only in a
+        sandbox process (type, page count, encryption, limits), this
+        process never parses it, and it is removed once the store has it
+        or it is refused. Admission is atomic: ``service.max_queued``
         and ``limits.tenant_storage_mb`` are exact bounds, and concurrent
         identical uploads make one job."""
         options = parse_options(options_json)
@@ -109,9 +108,8 @@ class JobService:
             check_target(options.callback_url, allow_private=self.settings.service.allow_private_callbacks)
         self.check_room()
         name = safe_name(filename)
-        with self.scratch.upload() as tmp:
-            path = tmp / "upload"
-            size, sha256 = self._spool(upload, path)
+        with upload.taken() as path:
+            size, sha256 = upload.size, upload.sha256
             self._check_quota(key.tenant, size)
             with open_sandboxed(path, self.settings.limits, name=name) as source:   # type, limits, encryption…
                 selected = parse_page_range(options.pages, source.page_count)
@@ -166,7 +164,7 @@ class JobService:
 
     def check_room(self) -> None:
         """Raise ShuttingDown (503) or QueueFull (429) when a new job cannot
-        be accepted now. A cheap early answer before an upload is spooled;
+        be accepted now. A cheap early answer before an upload is opened;
         the exact bound is kept when the job row is created."""
         if not self.dispatcher.accepting:
             raise ShuttingDown("The server is shutting down and accepts no new jobs.")
@@ -184,22 +182,6 @@ class JobService:
                 f"would pass the quota of {quota_mb} MB.",
                 used_mb=round(used / 2**20, 1), upload_mb=round(upload_bytes / 2**20, 1), quota_mb=quota_mb,
             )
-
-    def _spool(self, upload: BinaryIO, path: Path) -> tuple[int, str]:
-        limit = self.settings.limits.max_upload_mb * 2**20
-        digest = hashlib.sha256()
-        size = 0
-        with open(path, "wb") as out:
-            while block := upload.read(CHUNK):
-                size += len(block)
-                if size > limit:
-                    raise UploadTooLarge(
-                        f"The upload is larger than {self.settings.limits.max_upload_mb} MB.",
-                        limit_mb=self.settings.limits.max_upload_mb,
-                    )
-                digest.update(block)
-                out.write(block)
-        return size, digest.hexdigest()
 
     def _parse_options(self, options: JobOptions) -> ParseOptions:
         return ParseOptions.from_settings(

@@ -6,7 +6,8 @@ The service keeps its temporary copies under ``service.work_dir`` (default
 live job then: the owner of the last copies was killed), and a job's copy
 is removed when the job ends or is deleted::
 
-    WORK/upload-<random>/upload          an upload being spooled and checked
+    WORK/upload-<random>/upload          an upload as it arrives, then checked (the only
+                                         copy on disk until the store has it; removed then)
     WORK/originals/<job id>              the document of a job whose tasks run here
     WORK/viewer-originals/<job id>       the document of a job whose pages someone views
     WORK/task-<job id>-<random>/out/     a task's exports before they go to the store
@@ -22,6 +23,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -95,6 +97,25 @@ class ScratchDir:
             yield path
         finally:
             _remove(path)
+
+
+@dataclass(frozen=True)
+class Received:
+    """An upload written into a folder of :meth:`ScratchDir.upload` as it
+    arrived: ``size`` bytes at ``path``, whose SHA-256 is ``sha256``."""
+
+    path: Path
+    size: int
+    sha256: str
+
+    @contextmanager
+    def taken(self) -> Iterator[Path]:
+        """The file while the block runs (it goes to the store, or is
+        refused); removed afterwards, whatever happened."""
+        try:
+            yield self.path
+        finally:
+            self.path.unlink(missing_ok=True)
 
 
 def remove_tree(path: Path) -> None:

@@ -7,7 +7,7 @@ import json
 import time
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, File, Form, Header, Query, Request, Response, UploadFile
+from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse
 
@@ -18,25 +18,31 @@ from longdoc.model import Page
 from longdoc.service import audit
 from longdoc.service.deps import ContainerDep, JobsDep, KeyDep
 from longdoc.service.schemas import ErrorResponse, JobList, JobPublic, PageList
+from longdoc.service.uploads import UploadDep
 
 router = APIRouter(prefix="/v1", tags=["jobs"])
 
 ERRORS = {s: {"model": ErrorResponse} for s in (400, 401, 404, 409, 410, 413, 415, 422, 429, 503)}
-FileField = Annotated[UploadFile, File(description="PDF or image (PNG, JPEG, TIFF, BMP, WebP)")]
-OptionsField = Annotated[str | None, Form(description="JSON: formats, pages, ocr, engine, dpi, regions, priority, callback_url")]
+#: the upload's form as OpenAPI describes it (the body is read by longdoc.service.uploads, not by FastAPI)
+UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
+    "type": "object", "required": ["file"], "title": "Upload", "properties": {
+        "file": {"type": "string", "contentMediaType": "application/octet-stream", "title": "File",
+                 "description": "PDF or image (PNG, JPEG, TIFF, BMP, WebP)"},
+        "options": {"anyOf": [{"type": "string"}, {"type": "null"}], "title": "Options",
+                    "description": "JSON: formats, pages, ocr, engine, dpi, regions, priority, callback_url"}}}}}}}
 IdemHeader = Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)]
 POLL_S = 0.25
 #: how often an open event stream checks that its key still authenticates
 KEY_RECHECK_S = 5.0
 
 
-@router.post("/jobs", status_code=202, response_model=JobPublic, responses=ERRORS)
+@router.post("/jobs", status_code=202, response_model=JobPublic, responses=ERRORS, openapi_extra=UPLOAD_BODY)
 def submit_job(request: Request, response: Response, key: KeyDep, jobs: JobsDep, container: ContainerDep,
-               file: FileField, options: OptionsField = None, idempotency_key: IdemHeader = None) -> JobPublic:
+               upload: UploadDep, idempotency_key: IdemHeader = None) -> JobPublic:
     """Submit a document; 202 with the new job, 200 with an existing one
     (same Idempotency-Key, or same document and options)."""
     t0 = time.perf_counter()
-    submitted = jobs.submit(key, file.file, file.filename or "upload", options, idempotency_key)
+    submitted = jobs.submit(key, upload.file, upload.filename, upload.options, idempotency_key)
     audit.note_job(request.scope, submitted.job.id)
     container.metrics.submit_seconds.observe(time.perf_counter() - t0)
     if submitted.existing:
@@ -171,16 +177,15 @@ def delete_job(key: KeyDep, jobs: JobsDep, job_id: str):
     return Response(status_code=204)
 
 
-@router.post("/parse", responses={**ERRORS, 202: {"model": JobPublic}})
-async def parse_sync(request: Request, key: KeyDep, jobs: JobsDep, container: ContainerDep, file: FileField,
-                     options: OptionsField = None,
+@router.post("/parse", responses={**ERRORS, 202: {"model": JobPublic}}, openapi_extra=UPLOAD_BODY)
+async def parse_sync(request: Request, key: KeyDep, jobs: JobsDep, container: ContainerDep, upload: UploadDep,
                      format: Annotated[Literal["md", "json", "txt"], Query()] = "json"):
     """Synchronous parse of a small input (page cap ``service.sync_max_pages``):
     the result in the body, or 202 with the job if it takes longer than
     ``service.sync_timeout_seconds`` (the job carries on)."""
     settings = container.settings.service
     submitted = await run_in_threadpool(
-        lambda: jobs.submit(key, file.file, file.filename or "upload", options, None,
+        lambda: jobs.submit(key, upload.file, upload.filename, upload.options, None,
                             max_pages=settings.sync_max_pages, priority_boost=5, ensure_format=format))
     job_id = submitted.job.id
     audit.note_job(request.scope, job_id)
