@@ -29,7 +29,10 @@ nothing to hand work to).
 - a queued or running job with no queued or running task (the API died
   between creating the job and sending it, a worker died between two
   steps, a job left by a version that ran jobs whole) gets its next tasks
-  from :meth:`TaskSteps.schedule`.
+  from :meth:`TaskSteps.schedule`;
+- this process's copies of originals whose job has ended, expired or was
+  deleted are removed (the process that ended a job removes its own copy
+  at once; a fleet worker that ran an earlier group of it kept one).
 
 Every move is a compare-and-set, and a second copy of a message starts
 nothing, so any number of reconcilers may run at once.
@@ -99,9 +102,21 @@ class TaskReconciler:
         grace = timedelta(0) if at_start else timedelta(seconds=q.lease_seconds)
         for job in self.tasks.jobs_without_open_tasks(grace):
             counts["scheduled"] += len(self.steps.schedule(job))
+        counts["copies_removed"] = self._forget_ended_copies()
         if any(counts.values()):
             log.info("reconciled", extra=counts)
         return counts
+
+    def _forget_ended_copies(self) -> int:
+        """Remove this process's copies of originals of jobs no longer
+        queued or running (gone included); returns how many."""
+        removed = 0
+        for job_id in self.steps.originals.job_ids():
+            job = self.repo.get_any(job_id)
+            if job is None or job.state not in (JobState.QUEUED.value, JobState.RUNNING.value):
+                self.steps.originals.forget(job_id)
+                removed += 1
+        return removed
 
     def _end_overdue(self) -> int:
         """End the running jobs whose tasks did not stop them in time: past

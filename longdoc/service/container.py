@@ -196,6 +196,8 @@ class Container:
         expired = self.jobs.expire_due(now)
         for job in expired:
             self.store.delete_prefix(keys.job_prefix(job.tenant, job.id))
+            self.images.forget(job.id)        # the page viewer's copy
+            self.scratch.remove_job(job.id)   # copies of the original in the work folder
             log.info("job expired", extra={"job_id": job.id, "tenant": job.tenant})
         purged = self.audit_events.purge(now - timedelta(days=self.settings.service.audit_retention_days))
         if purged:

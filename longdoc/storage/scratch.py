@@ -183,6 +183,12 @@ class OriginalCache:
         with self._lock:
             _remove_copy(self.root, check_job_id(job_id))
 
+    def job_ids(self) -> list[str]:
+        """The jobs whose original has a copy here (whole or partial)."""
+        if not self.root.is_dir():
+            return []
+        return sorted({p.name.removesuffix(".part") for p in self.root.iterdir()})
+
     def _evict(self) -> None:
         """Remove the least recently used copies past ``keep``, skipping pinned ones."""
         copies = []

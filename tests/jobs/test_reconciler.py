@@ -32,6 +32,7 @@ from longdoc.jobs.finisher import JobFinisher
 from longdoc.jobs.lease import worker_id
 from longdoc.jobs.reconciler import TaskReconciler, too_many_attempts
 from longdoc.jobs.repo import JobRepo
+from longdoc.jobs.states import JobState
 from longdoc.jobs.steps import TaskSteps, job_timed_out
 from longdoc.jobs.task_repo import TaskRepo, group_task
 from longdoc.pipeline import Pipeline
@@ -144,6 +145,23 @@ def test_a_task_taken_while_its_process_stops_is_not_run_and_its_attempt_not_cou
     assert jobs.get_any(job).attempts == 0 and jobs.get_any(job).state == "running"
 
 
+def test_copies_of_originals_of_ended_or_deleted_jobs_are_removed_and_the_others_kept(settings, fleet, jobs, tasks):
+    """A fleet worker that ran an earlier group of a job keeps a copy of its
+    original; when another process ends the job, or the tenant deletes it,
+    that copy must not stay on this machine: the reconciler's pass removes it."""
+    running, finished, deleted = new_job(jobs, "long"), new_job(jobs, "long"), new_job(jobs, "long")
+    jobs.start(running)
+    jobs.start(finished)
+    jobs.finish(finished, JobState.SUCCEEDED)
+    for job in (running, finished, deleted):
+        with fleet.steps.originals.use(job, 8, lambda dest: dest.write_bytes(b"%PDF-1.7")):
+            pass
+    jobs.delete(deleted)
+    assert fleet.steps.originals.job_ids() == sorted([running, finished, deleted])
+    assert fleet.reconciler(settings).run_once()["copies_removed"] == 2
+    assert fleet.steps.originals.job_ids() == [running]
+
+
 def test_a_stale_running_task_is_taken_back_and_sent_again_to_its_queue(settings, fleet, jobs, tasks, fake_clock):
     rec = fleet.reconciler(settings)
     long_job, short_job, alive = new_job(jobs, "long"), new_job(jobs, "short"), new_job(jobs, "long")
@@ -153,14 +171,14 @@ def test_a_stale_running_task_is_taken_back_and_sent_again_to_its_queue(settings
     fake_clock.advance(30 * S)
     tasks.heartbeat(beating)
     fake_clock.advance(31 * S)
-    assert rec.run_once() == {"taken_back": 2, "resent": 0, "scheduled": 0, "ended": 0}
+    assert rec.run_once() == {"taken_back": 2, "resent": 0, "scheduled": 0, "ended": 0, "copies_removed": 0}
     assert sorted(fleet.sent) == sorted([(long_job, group_task(2), "engine", 0.0), (short_job, "whole", "short", 0.0)])
     back = task_row(tasks, long_job, group_task(2))
     assert (back.state, back.lease, back.worker_id, back.takeovers) == ("queued", None, None, 1)
     assert not tasks.heartbeat(old)  # the silent worker, should it wake, stops
     assert task_row(tasks, alive, "ingest").state == "running"
     assert {jobs.get_any(j).state for j in (long_job, short_job, alive)} == {"running"}
-    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 0}
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 0, "copies_removed": 0}
     assert len(fleet.sent) == 2
 
 
@@ -172,7 +190,7 @@ def test_the_max_attempts_th_takeover_fails_the_job_and_its_open_tasks(settings,
     for n in range(1, MAX_ATTEMPTS):
         running_task(jobs, tasks, job, name, "engine")
         fake_clock.advance(PAST_LEASE)
-        assert rec.run_once() == {"taken_back": 1, "resent": 0, "scheduled": 0, "ended": 0}
+        assert rec.run_once() == {"taken_back": 1, "resent": 0, "scheduled": 0, "ended": 0, "copies_removed": 0}
         assert task_row(tasks, job, name).takeovers == n
         assert fleet.sent[-1] == (job, name, "engine", 0.0) and len(fleet.sent) == n
     tasks.add(job, [(group_task(1), "engine")])
@@ -193,7 +211,7 @@ def test_the_max_attempts_th_takeover_fails_the_job_and_its_open_tasks(settings,
         group_task(5): ("done", None),
     }
     assert tasks.open_count(job) == 0
-    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 0}
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 0, "copies_removed": 0}
     assert fleet.announced == [job]
 
 
@@ -205,7 +223,7 @@ def test_a_queued_task_never_started_is_sent_again_once_per_pass_that_finds_it(s
     fake_clock.advance(100 * S)
     tasks.add(job, [(group_task(0), "engine")])  # sent 100 s later
     fake_clock.advance(21 * S)
-    assert rec.run_once() == {"taken_back": 0, "resent": 1, "scheduled": 0, "ended": 0}
+    assert rec.run_once() == {"taken_back": 0, "resent": 1, "scheduled": 0, "ended": 0, "copies_removed": 0}
     assert fleet.sent == [(job, "ingest", "cpu", 0.0)]
     assert rec.run_once()["resent"] == 0  # touch moved its enqueued_at
     fake_clock.advance(100 * S)
@@ -227,7 +245,7 @@ def test_a_queued_job_with_no_task_gets_its_first_task(settings, fleet, jobs, ta
     recent = new_job(jobs, lane)
     assert rec.run_once()["scheduled"] == 0  # within the grace
     fake_clock.advance(31 * S)
-    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 1, "ended": 0}
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 1, "ended": 0, "copies_removed": 0}
     assert fleet.sent == [(job, first, queue, 0.0)]
     assert [(t.name, t.queue, t.state) for t in tasks.of_job(job)] == [(first, queue, "queued")]
     assert tasks.of_job(recent) == []
@@ -364,7 +382,7 @@ def test_with_a_transport_that_loses_nothing_no_queued_task_is_sent_again(settin
     job = new_job(jobs, "long")
     tasks.add(job, [("ingest", "cpu")])
     fake_clock.advance(PAST_REDELIVER)
-    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 0}
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 0, "copies_removed": 0}
     assert fleet.sent == []
 
 
@@ -380,10 +398,10 @@ def test_a_job_past_its_deadline_whose_task_still_beats_fails_job_timeout_after_
     tasks.add(job, [(group_task(1), "engine")])
     fake_clock.advance(timedelta(seconds=limit + LEASE - 1))
     assert tasks.heartbeat(stuck)  # its heartbeat thread keeps the lease fresh
-    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 0}  # within the grace
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 0, "copies_removed": 0}  # within the grace
     fake_clock.advance(2 * S)
     assert tasks.heartbeat(stuck)
-    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 1}
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 1, "copies_removed": 0}
     failed = jobs.get_any(job)
     assert failed.state == "failed" and failed.error == job_timed_out(settings).to_dict()
     assert failed.error["code"] == "job_timeout"
@@ -391,7 +409,7 @@ def test_a_job_past_its_deadline_whose_task_still_beats_fails_job_timeout_after_
     assert {t.name: (t.state, t.error["code"]) for t in tasks.of_job(job)} == {
         group_task(0): ("failed", "job_timeout"), group_task(1): ("failed", "job_timeout")}
     assert not tasks.heartbeat(stuck) and not tasks.holds(stuck) and not tasks.finish(stuck)  # should it return
-    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 0}
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 0, "copies_removed": 0}
     assert fleet.announced == [job]
 
 
@@ -409,7 +427,7 @@ def test_a_cancel_its_running_task_never_sees_ends_the_job_cancelled_after_the_g
     assert jobs.get_any(job).state == "running"
     fake_clock.advance(2 * S)
     assert tasks.heartbeat(stuck)
-    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 1}
+    assert rec.run_once() == {"taken_back": 0, "resent": 0, "scheduled": 0, "ended": 1, "copies_removed": 0}
     ended = jobs.get_any(job)
     assert ended.state == "cancelled" and ended.error is None and not ended.cancel_requested
     assert [(t.state, t.error["code"]) for t in tasks.of_job(job)] == [("failed", "job_cancelled")]

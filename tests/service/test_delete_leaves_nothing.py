@@ -142,6 +142,29 @@ def test_a_deleted_job_leaves_nothing_of_its_document_on_disk(served, tmp_path):
     assert served.proc.poll() is None
 
 
+def test_an_expired_job_leaves_nothing_of_its_document_on_disk(start_server, tmp_path, monkeypatch):
+    """Retention ends a job as a delete does: its store data, and its copies
+    in the work folder (the page viewer's) too."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    srv = start_server(service={"retention_hours": 0.004})  # 14.4 s; the retention pass runs every 1.4 s
+    places = [srv.root, tmp]
+    doc = Marked(tmp_path)
+    key = srv.create_key("expire")
+    with srv.http(key) as http:
+        job = accepted(submit(http, doc.path, OPTIONS))
+        assert wait_terminal(http, job["id"])["state"] == "succeeded"
+        assert http.get(f"/v1/jobs/{job['id']}/pages/1/image", params={"dpi": 50}).status_code == 200
+        assert any("viewer-originals" in p for p in doc.found(places, srv.proc.pid)["bytes"])
+        deadline = time.monotonic() + 60
+        while http.get(f"/v1/jobs/{job['id']}").json()["state"] != "expired":
+            assert time.monotonic() < deadline, "the job did not expire"
+            time.sleep(0.5)
+        time.sleep(2)  # the pass that expired it removes its files right after
+        assert doc.found(places, srv.proc.pid) == {"text": [], "bytes": []}
+
+
 def test_a_job_deleted_while_it_runs_leaves_nothing_once_it_has_stopped(served, tmp_path):
     doc = Marked(tmp_path, pages=300)
     key = served.create_key("erase-running")
