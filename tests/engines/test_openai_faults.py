@@ -96,8 +96,11 @@ def test_a_429_with_retry_after_is_waited_out_and_the_model_reads_the_pages(stre
 
 
 def test_a_503_with_an_http_date_retry_after_is_waited_out():
-    # an HTTP date has whole seconds: 3 s ahead is a wait of 2 to 3 s
-    with RecordingServer(reply=_first(Reply(503, {"Retry-After": formatdate(time.time() + 3, usegmt=True)}))) as server:
+    # an HTTP date has whole seconds: 3 s ahead (when the server answers) is a wait of 2 to 3 s
+    def busy_until_3s_from_now(body, number):
+        return Reply(503, {"Retry-After": formatdate(time.time() + 3, usegmt=True)}) if number == 0 else None
+
+    with RecordingServer(reply=busy_until_3s_from_now) as server:
         pages = _read(_engine(server.url), [1])
     assert pages[1].status is PageStatus.OK and pages[1].produced_by == "group"
     assert "(1x 503)" in pages[1].recovery[0]

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import stat
 import string
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -106,11 +108,20 @@ def _open_files(session: int) -> list[tuple[str, str]]:
 
 
 @pytest.fixture
-def served(start_server, tmp_path, monkeypatch):
-    """A server whose processes have their own TMPDIR (``srv.tmp``)."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+def own_tmpdir(monkeypatch) -> Iterator[Path]:
+    """A TMPDIR of its own for the servers this test starts: short, as the
+    forkserver's socket lives there and a Unix socket's path has at most
+    107 bytes (a pytest folder under xdist is longer)."""
+    tmp = Path(tempfile.mkdtemp(prefix="ld-", dir="/tmp"))
     monkeypatch.setenv("TMPDIR", str(tmp))
+    yield tmp
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture
+def served(start_server, own_tmpdir):
+    """A server whose processes have their own TMPDIR (``srv.tmp``)."""
+    tmp = own_tmpdir
     srv = start_server()
     srv.tmp = tmp
     srv.places = [srv.root, tmp]
@@ -142,13 +153,11 @@ def test_a_deleted_job_leaves_nothing_of_its_document_on_disk(served, tmp_path):
     assert served.proc.poll() is None
 
 
-def test_an_expired_job_leaves_nothing_of_its_document_on_disk(start_server, tmp_path, monkeypatch):
+def test_an_expired_job_leaves_nothing_of_its_document_on_disk(start_server, own_tmpdir, tmp_path):
     """Retention ends a job as a delete does: its store data, and its copies
     in the work folder (the page viewer's) too."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(tmp))
-    srv = start_server(service={"retention_hours": 0.004})  # 14.4 s; the retention pass runs every 1.4 s
+    tmp = own_tmpdir
+    srv = start_server(service={"retention_hours": 0.002})  # 7.2 s; the retention pass runs every 1 s
     places = [srv.root, tmp]
     doc = Marked(tmp_path)
     key = srv.create_key("expire")
