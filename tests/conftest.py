@@ -106,8 +106,9 @@ def standin_server(tmp_path_factory):
 #: --no-loadscope-reorder``: files are handed out in this collection order);
 #: started first, they do not leave one worker running alone at the end.
 #: Everything else keeps its order.
-SLOW_FILES = (   # seconds each took in a full run (3 workers on 2 cores), 2026-12-06
+SLOW_FILES = (   # seconds each took in a full run (3 workers on 2 cores), 2026-12-06 (test_restarts: 12-07)
     "tests/worker/test_fleet.py",                  # 189
+    "tests/service/test_restarts.py",              # 112
     "tests/engines/test_openai_standin.py",        # 81
     "tests/engines/test_backends.py",              # 70
     "tests/service/test_console.py",               # 64
@@ -127,11 +128,13 @@ SLOW_FILES = (   # seconds each took in a full run (3 workers on 2 cores), 2026-
     "tests/pipeline/test_resume.py",               # 37
     "tests/bench/test_gpu_check.py",               # 35
     "tests/service/test_native_engine.py",         # 32
+    "tests/service/test_delete_leaves_nothing.py", # 30
     "tests/worker/test_inprocess.py",              # 29
     "tests/service/test_openapi_fuzz.py",          # 28
     "tests/engines/test_openai_faults.py",         # 28
     "tests/service/test_tls.py",                   # 28
     "tests/service/test_limits.py",                # 24
+    "tests/service/test_slow_clients.py",          # 22
     "tests/engines/test_cascade.py",               # 21
     "tests/layout/test_word_order.py",             # 20
     "tests/api/test_audit.py",                     # 20
@@ -152,7 +155,7 @@ MODEL_FILES = (
     "tests/service/test_console.py", "tests/service/test_durability.py", "tests/service/test_exports_api.py",
     "tests/service/test_hardening.py", "tests/service/test_job_flow.py", "tests/service/test_limits.py",
     "tests/service/test_native_engine.py", "tests/service/test_openai_engine.py",
-    "tests/service/test_openapi_fuzz.py", "tests/service/test_ops.py",
+    "tests/service/test_openapi_fuzz.py", "tests/service/test_ops.py", "tests/service/test_restarts.py",
     "tests/engines/test_backends.py", "tests/engines/test_cascade.py", "tests/engines/test_codes.py",
     "tests/engines/test_openai_standin.py", "tests/engines/test_rapidocr_engine.py",
     "tests/engines/test_symbol_runs.py", "tests/engines/test_tesseract_engine.py",

@@ -15,6 +15,8 @@ from tests.api.harness import InProcessServer
 from tests.service.helpers import accepted, error_code
 
 MAX_UPLOAD_MB = 1
+#: the jobs these uploads make read their text layer alone: no model runs (the fast tier has none)
+NO_MODEL = json.dumps({"formats": ["txt"], "ocr": "off", "regions": False}).encode()
 
 
 @pytest.fixture(scope="module")
@@ -61,15 +63,14 @@ def post(http, content: bytes, content_type: str = "multipart/form-data; boundar
 
 
 def test_options_after_the_file_and_a_file_part_without_a_name_are_read(http, pdf):
-    options = json.dumps({"formats": ["txt"], "ocr": "off"}).encode()
-    job = accepted(post(http, body(("file", None, pdf), ("options", None, options))))
+    job = accepted(post(http, body(("file", None, pdf), ("options", None, NO_MODEL))))
     assert job["options"]["formats"] == ["txt"] and job["filename"] == "upload"
     assert job["size_bytes"] == len(pdf)
 
 
 def test_parts_longdoc_does_not_read_are_dropped(http, pdf):
     job = accepted(post(http, body(("note", None, b"hello"), ("attachment", "a.bin", b"\0" * 5000),
-                                   ("file", "report.pdf", pdf))))
+                                   ("file", "report.pdf", pdf), ("options", None, NO_MODEL))))
     assert job["filename"] == "report.pdf"
 
 
