@@ -22,6 +22,7 @@ import os
 import resource
 import select
 import signal
+import tempfile
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -51,6 +52,11 @@ FORKSERVER_PRELOAD = (
 )
 
 _PR_SET_PDEATHSIG = 1
+#: the longest path a Unix socket may have (``sun_path`` less its terminating NUL)
+UNIX_PATH_MAX = 107
+#: what multiprocessing adds to the temporary folder for the fork server's
+#: socket: ``/pymp-XXXXXXXX/listener-XXXXXXXX``
+_SOCKET_SUFFIX = len("/pymp-xxxxxxxx/listener-xxxxxxxx")
 _preload: list[str] = list(FORKSERVER_PRELOAD)
 _lock = threading.Lock()
 
@@ -68,6 +74,18 @@ def context(preload: Sequence[str] = ()) -> Any:
         _preload.extend(m for m in preload if m not in _preload)
         ctx.set_forkserver_preload(list(_preload))  # read when the fork server (re)starts
     return ctx
+
+
+def socket_path_problem() -> str | None:
+    """Why no helper could start here, or None: the fork server listens on
+    a Unix socket in the temporary folder (``TMPDIR``), and past
+    :data:`UNIX_PATH_MAX` bytes its path cannot be bound, so every helper
+    start would fail. Checked at start-up, where it can be said plainly."""
+    folder = tempfile.gettempdir()
+    if len(os.fsencode(folder)) + _SOCKET_SUFFIX > UNIX_PATH_MAX:
+        return (f"The temporary folder {folder} is too long a path ({len(os.fsencode(folder))} bytes) for the "
+                f"helper processes' Unix socket: at most {UNIX_PATH_MAX - _SOCKET_SUFFIX} bytes.")
+    return None
 
 
 def die_with(owner_pid: int) -> None:

@@ -52,7 +52,7 @@ from PIL import Image
 
 from longdoc import procs
 from longdoc.config import LimitSettings
-from longdoc.errors import LongdocError, ResourceLimit
+from longdoc.errors import ConfigError, LongdocError, ResourceLimit
 from longdoc.ingest.open import open_document
 from longdoc.ingest.source import DocumentSource, RenderedPage
 from longdoc.model import BBox, Line
@@ -62,6 +62,15 @@ log = logging.getLogger(__name__)
 _MB = 1024 * 1024
 _CLOSE_WAIT_S = 2.0
 _METHODS = ("page_size", "render", "text_layer")
+
+
+def check_helper_sockets() -> None:
+    """Raise ConfigError (at start-up) when no sandbox could start in this
+    process: the temporary folder is too long a path for the fork server's
+    Unix socket (:func:`longdoc.procs.socket_path_problem`), which would
+    otherwise fail every document opened, each an internal error."""
+    if (problem := procs.socket_path_problem()) is not None:
+        raise ConfigError(problem, hint="Set TMPDIR to a shorter folder (e.g. /tmp), or unset it.")
 
 
 def open_sandboxed(path: str | Path, limits: LimitSettings, *, name: str | None = None) -> SandboxedSource:

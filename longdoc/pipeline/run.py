@@ -31,7 +31,7 @@ from longdoc.engines.base import Engine, EngineCapabilities
 from longdoc.regions.detector import RegionDetector
 from longdoc.export import ExportContext, open_exports
 from longdoc.ingest import parse_page_range
-from longdoc.ingest.sandbox import open_sandboxed
+from longdoc.ingest.sandbox import check_helper_sockets, open_sandboxed
 from longdoc.ingest.source import DocumentSource
 from longdoc.errors import OutputError, StorageError
 from longdoc.model import DocumentStatus, ErrorInfo, PageStatus, SourceInfo
@@ -95,6 +95,7 @@ class Pipeline:
     step, outside this process."""
 
     def __init__(self, settings: Settings, engine_factory: Callable[[str], Engine] | None = None):
+        check_helper_sockets()
         self.settings = settings
         load_plugins(settings.inference.plugins)
         self._engine_factory = engine_factory or (lambda name: get_engine(name, settings.inference))

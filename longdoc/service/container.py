@@ -26,6 +26,7 @@ from pathlib import Path
 from longdoc.config import Settings
 from longdoc.engines import check_engine_name, load_plugins
 from longdoc.errors import LongdocError
+from longdoc.ingest.sandbox import check_helper_sockets
 from longdoc.jobs import db
 from longdoc.jobs.audit import AuditRepo, AuditWriter
 from longdoc.jobs.dispatch import Dispatcher
@@ -69,6 +70,7 @@ class Readiness:
 
 class Container:
     def __init__(self, settings: Settings) -> None:
+        check_helper_sockets()  # every upload is measured in a sandbox
         self.settings = settings
         load_plugins(settings.inference.plugins)  # engines the jobs may name
         self.metrics = Metrics()

@@ -67,3 +67,25 @@ def test_caller_mistakes_are_value_errors_not_page_failures(two_pages) -> None:
         assert source.page_size(2) == (500, 200)
     with pytest.raises(ValueError):
         source.render(1, 100)
+
+
+def test_a_temporary_folder_too_long_for_the_helpers_socket_is_a_config_error_at_start(tmp_path) -> None:
+    """Under a TMPDIR longer than a Unix socket's path allows, no sandbox can
+    start: the CLI says so at once (exit code 9, invalid_config), not as an
+    internal error on every document."""
+    import os
+    import subprocess
+    import sys
+
+    deep = tmp_path / ("t" * max(1, 110 - len(str(tmp_path))))
+    deep.mkdir()
+    sample = text_pdf(tmp_path / "doc.pdf", [{"size": (300, 300), "texts": [(40, 60, "One page.", 12)]}])
+    run = subprocess.run([sys.executable, "-m", "longdoc.cli", "parse", str(sample), "-o", str(tmp_path / "out"),
+                          "--ocr", "off", "--no-regions"],
+                         capture_output=True, text=True, env={**os.environ, "TMPDIR": str(deep)}, timeout=120)
+    assert run.returncode == 9, run.stderr
+    assert "invalid_config" in run.stderr and "TMPDIR" in run.stderr
+    run = subprocess.run([sys.executable, "-m", "longdoc.cli", "parse", str(sample), "-o", str(tmp_path / "out"),
+                          "--ocr", "off", "--no-regions"],
+                         capture_output=True, text=True, env={**os.environ, "TMPDIR": "/tmp"}, timeout=120)
+    assert run.returncode == 0, run.stderr  # a short one works
