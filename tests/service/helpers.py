@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -91,3 +92,28 @@ def wait_refused(server, key: str, timeout: float) -> httpx.Response:
         if r.status_code != 200 or time.monotonic() > deadline:
             return r
         time.sleep(0.2)
+
+
+# -- raw sockets: what a slow or hostile client sees -------------------------------
+
+
+def connect(port: int, source: str = "127.0.0.1") -> socket.socket:
+    """A plain TCP connection to ``port`` on 127.0.0.1 from ``source`` (any
+    127.x address: another client address to the server)."""
+    return socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
+
+
+def closed_by_server(sock: socket.socket, timeout: float) -> bool:
+    """Whether the server closes ``sock`` within ``timeout`` (whatever it
+    sends first)."""
+    deadline = time.monotonic() + timeout
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            sock.settimeout(left)
+            if sock.recv(65536) == b"":
+                return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except TimeoutError:
+        pass
+    return False

@@ -15,6 +15,7 @@ import uvicorn
 
 from longdoc.service.connections import ConnectionPolicy, guarded_protocol
 from longdoc.service.listeners import _bind
+from tests.service.helpers import closed_by_server
 
 HEAD_S = 1.0     # the head deadline of the servers here
 SLACK_S = 1.5    # a deadline's close may come this much later (a loaded 2-core machine)
@@ -61,20 +62,6 @@ def _serving(protocol: type, keep_alive_s: int = 5) -> Iterator[int]:
         thread.join(10)
 
 
-def _closed_by_server(sock: socket.socket, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    try:
-        while (left := deadline - time.monotonic()) > 0:
-            sock.settimeout(left)
-            if sock.recv(65536) == b"":
-                return True
-    except (ConnectionResetError, BrokenPipeError):
-        return True
-    except TimeoutError:
-        pass
-    return False
-
-
 def _status(sock: socket.socket, timeout: float = 5) -> int:
     sock.settimeout(timeout)
     buf = b""
@@ -115,7 +102,7 @@ def test_on_a_kept_alive_connection_the_head_deadline_runs_from_the_requests_fir
             time.sleep(0.5)  # idle, within keep-alive
             sock.sendall(b"GET / HTTP/1.1\r\n")
             began = time.monotonic()
-            while not _closed_by_server(sock, 0.3):
+            while not closed_by_server(sock, 0.3):
                 assert time.monotonic() - began < HEAD_S + SLACK_S, "the trickled head was never cut"
                 sock.sendall(b"X-Drip: a\r\n")
             assert time.monotonic() - began >= HEAD_S - 0.2
@@ -136,22 +123,22 @@ def test_at_the_caps_the_connection_waiting_longest_for_its_head_gives_way_and_b
         a2.sendall(b"GET / HTTP/1.1\r\n")            # half a head: waiting too, but since later
         time.sleep(0.2)
         a3 = connect("127.0.0.2")                   # the address's third: a1, waiting longest, gives way
-        assert _closed_by_server(a1, 2)
+        assert closed_by_server(a1, 2)
         a3.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         assert _status(a3) == 200
         b1 = connect("127.0.0.3")
         b1.sendall(b"GET /busy HTTP/1.1\r\nHost: x\r\n\r\n")   # busy: never gives way
         time.sleep(0.2)
         c1 = connect("127.0.0.4")                   # the listener's fourth: a2 (waiting longest) gives way
-        assert _closed_by_server(a2, 2)
+        assert closed_by_server(a2, 2)
         c1.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         assert _status(c1) == 200
         b2 = connect("127.0.0.3")                   # a3, kept alive and idle since its answer, gives way
-        assert _closed_by_server(a3, 2)
+        assert closed_by_server(a3, 2)
         b2.sendall(b"GET /busy HTTP/1.1\r\nHost: x\r\n\r\n")
         time.sleep(0.2)
         b3 = connect("127.0.0.3")                   # both of the address's connections busy: refused
-        assert _status(b3) == 503 and _closed_by_server(b3, 2)
+        assert _status(b3) == 503 and closed_by_server(b3, 2)
         assert policy.refused == 1 and policy.evicted == 3
         with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:   # c1 gives way to it
             assert client.get("/release").status_code == 200

@@ -20,7 +20,7 @@ import pytest
 from tests.docgen import english_report, rasterize
 from tests.ingest.files import good_page, pdf_with_pages, stream_bomb_page
 from tests.service.conftest import Server
-from tests.service.helpers import accepted, error_code, submit, wait_for, wait_terminal
+from tests.service.helpers import accepted, closed_by_server, connect, error_code, submit, wait_for, wait_terminal
 
 SANDBOX_MB = 128
 BOMB_MIB = 320
@@ -128,26 +128,6 @@ def _read_status(sock: socket.socket, timeout: float) -> tuple[int, dict[str, st
     return int(lines[0].split()[1]), headers
 
 
-def _closed_by_server(sock: socket.socket, timeout: float) -> bool:
-    """Whether the server closes ``sock`` within ``timeout`` (whatever it
-    sends first)."""
-    deadline = time.monotonic() + timeout
-    try:
-        while (left := deadline - time.monotonic()) > 0:
-            sock.settimeout(left)
-            if sock.recv(65536) == b"":
-                return True
-    except (ConnectionResetError, BrokenPipeError):
-        return True
-    except TimeoutError:
-        pass
-    return False
-
-
-def _connect(port: int, source: str = "127.0.0.1") -> socket.socket:
-    return socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
-
-
 def test_an_unauthenticated_upload_is_answered_401_before_its_body(guarded):
     with socket.create_connection(("127.0.0.1", guarded.port), timeout=10) as sock:
         sock.sendall(b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ld_wrong\r\n"
@@ -155,7 +135,7 @@ def test_an_unauthenticated_upload_is_answered_401_before_its_body(guarded):
                      + b"--x\r\n" + b"0" * 1000)
         status, headers = _read_status(sock, timeout=5)
         assert status == 401 and headers.get("connection") == "close"
-        assert _closed_by_server(sock, timeout=5)
+        assert closed_by_server(sock, timeout=5)
 
 
 def test_idle_and_half_sent_connections_are_closed_and_the_service_keeps_answering(guarded, guarded_key, tmp_path):
@@ -166,7 +146,7 @@ def test_idle_and_half_sent_connections_are_closed_and_the_service_keeps_answeri
     flood: list[socket.socket] = []
     try:
         for i in range(PER_CLIENT + 10):  # more than one address may hold
-            s = _connect(guarded.port)
+            s = connect(guarded.port)
             if i % 3 == 1:
                 s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # half a head
             elif i % 3 == 2:  # half the body of an upload
@@ -179,7 +159,7 @@ def test_idle_and_half_sent_connections_are_closed_and_the_service_keeps_answeri
         other = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"))
         assert other.get(f"{guarded.url}/healthz", timeout=5).status_code == 200
         other.close()
-        second = [_connect(guarded.port, "127.0.0.2") for _ in range(MAX_CONNECTIONS - PER_CLIENT)]
+        second = [connect(guarded.port, "127.0.0.2") for _ in range(MAX_CONNECTIONS - PER_CLIENT)]
         flood += second
         # at the server's cap a client with a request is still served: the connection that has waited
         # longest for its head gives way (answered 503 only when every connection is busy: test_connections.py)
@@ -189,7 +169,7 @@ def test_idle_and_half_sent_connections_are_closed_and_the_service_keeps_answeri
         # the idle and half-sent ones are closed by the server within the timeouts
         deadline = time.monotonic() + IDLE_S + 5
         for s in flood:
-            assert _closed_by_server(s, max(0.1, deadline - time.monotonic())), "an idle connection stayed open"
+            assert closed_by_server(s, max(0.1, deadline - time.monotonic())), "an idle connection stayed open"
         with guarded.http(guarded_key) as http:
             assert http.get("/healthz").status_code == 200
             assert wait_terminal(http, job["id"])["state"] == "succeeded"

@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 from tests.service.conftest import Server
+from tests.service.helpers import closed_by_server, connect
 
 HEAD_S = 2.0            # service.header_timeout_seconds and body_timeout_seconds of the server here
 SLACK_S = 1.5           # a deadline's close may come this much later (a loaded 2-core machine)
@@ -59,10 +60,6 @@ def _own(make, tries: int = 3) -> Server:
 # --- raw sockets ------------------------------------------------------------------
 
 
-def _connect(port: int, source: str = "127.0.0.1") -> socket.socket:
-    return socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
-
-
 def _response(sock: socket.socket, timeout: float) -> tuple[int, dict[str, str], bytes]:
     """Status, headers and body (by its Content-Length) of one response."""
     sock.settimeout(timeout)
@@ -79,22 +76,6 @@ def _response(sock: socket.socket, timeout: float) -> tuple[int, dict[str, str],
         assert chunk, "closed in the middle of the response body"
         body += chunk
     return int(lines[0].split()[1]), headers, body
-
-
-def _closed_by_server(sock: socket.socket, timeout: float) -> bool:
-    """Whether the server closes ``sock`` within ``timeout`` (whatever it
-    sends first)."""
-    deadline = time.monotonic() + timeout
-    try:
-        while (left := deadline - time.monotonic()) > 0:
-            sock.settimeout(left)
-            if sock.recv(65536) == b"":
-                return True
-    except (ConnectionResetError, BrokenPipeError):
-        return True
-    except TimeoutError:
-        pass
-    return False
 
 
 def _rss(pid: int) -> int:
@@ -120,7 +101,7 @@ class Dripper:
     def run(self) -> None:
         end = time.monotonic() + self.for_s
         while time.monotonic() < end:
-            with _connect(self.port, self.source) as sock:
+            with connect(self.port, self.source) as sock:
                 opened = time.monotonic()
                 if self._drip(sock, end):
                     self.lived_s.append(time.monotonic() - opened)
@@ -178,10 +159,10 @@ def test_dripped_heads_are_cut_at_the_deadline_and_a_normal_client_is_served_thr
 
 
 def test_a_head_deadline_counts_from_the_connection_opening_not_from_the_last_byte(srv):
-    with _connect(srv.port) as sock:
+    with connect(srv.port) as sock:
         opened = time.monotonic()
         sock.sendall(b"GET /healthz HTTP/1.1\r\n")
-        while not _closed_by_server(sock, 0.4):
+        while not closed_by_server(sock, 0.4):
             assert time.monotonic() - opened < HEAD_S + SLACK_S, "the half-sent head was never cut"
             sock.sendall(b"X-Drip: a\r\n")
     assert time.monotonic() - opened >= HEAD_S - 0.2  # not before its time
@@ -197,11 +178,11 @@ def test_a_body_dripped_below_the_minimum_rate_is_cut(srv):
     ``body_timeout_seconds + bytes / body_min_bytes_per_second``: here,
     ~2 s after its head."""
     key = srv.create_key("slow-body")
-    with _connect(srv.port) as sock:
+    with connect(srv.port) as sock:
         sock.sendall(b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key.key.encode()
                      + b"\r\nContent-Type: multipart/form-data; boundary=x\r\nContent-Length: 100000\r\n\r\n")
         started = time.monotonic()
-        while not _closed_by_server(sock, 0.5):
+        while not closed_by_server(sock, 0.5):
             assert time.monotonic() - started < HEAD_S + SLACK_S, "the dripping body was never cut"
             try:
                 sock.sendall(b"-")
@@ -217,7 +198,7 @@ def _big_unauthenticated_admin_post(port: int, pid: int, headers: bytes = b"") -
     sending it as fast as the server takes it: answered 403 (with
     ``Connection: close``) before the body is read, the server's memory
     flat, the connection closed long before 256 MiB have gone."""
-    with _connect(port) as sock:  # first: whatever the first admin request loads
+    with connect(port) as sock:  # first: whatever the first admin request loads
         sock.sendall(b"POST /admin/keys HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
         assert _response(sock, 10)[0] == 403
     before = peak = _rss(pid)
@@ -234,7 +215,7 @@ def _big_unauthenticated_admin_post(port: int, pid: int, headers: bytes = b"") -
         except OSError:
             pass
 
-    with _connect(port) as sock:
+    with connect(port) as sock:
         sock.sendall(b"POST /admin/keys HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + headers
                      + b"Content-Length: %d\r\n\r\n" % BIG_BODY)
         sender = threading.Thread(target=send_body, daemon=True)
@@ -270,12 +251,12 @@ def test_an_unauthenticated_admin_body_is_refused_unread_on_the_admin_listener(s
 
 def test_an_admin_body_over_its_cap_is_refused_with_413(srv):
     token = srv.admin_token.encode()
-    with _connect(srv.port) as sock:  # declared
+    with connect(srv.port) as sock:  # declared
         sock.sendall(b"POST /admin/keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token
                      + b"\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n{\"tenant\"")
         status, headers, body = _response(sock, 10)
         assert status == 413 and headers.get("connection") == "close" and b'"body_too_large"' in body
-    with _connect(srv.port) as sock:  # chunked, cut off once past the cap
+    with connect(srv.port) as sock:  # chunked, cut off once past the cap
         sock.sendall(b"POST /admin/keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token
                      + b"\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
         for _ in range(20):
@@ -297,17 +278,17 @@ def test_an_admin_body_over_its_cap_is_refused_with_413(srv):
     b"Content-Length: 5, 5\r\n",
 ], ids=["cl-te", "te-cl", "cl-cl", "cl-conflicting", "cl-list"])
 def test_a_body_framed_two_ways_is_refused_and_the_connection_closed(srv, framing):
-    with _connect(srv.port) as sock:
+    with connect(srv.port) as sock:
         sock.sendall(b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ld_wrong\r\n" + framing
                      + b"\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         status, headers, body = _response(sock, 10)
         assert status == 400 and headers.get("connection") == "close", (status, body)
         assert b'"ambiguous_request_length"' in body
-        assert _closed_by_server(sock, 5)  # the smuggled GET is never answered
+        assert closed_by_server(sock, 5)  # the smuggled GET is never answered
 
 
 def test_a_head_that_is_not_http_is_answered_in_the_json_envelope(srv):
-    with _connect(srv.port) as sock:
+    with connect(srv.port) as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n")
         status, headers, body = _response(sock, 10)
         assert status == 400 and b'"malformed_request"' in body and headers.get("connection") == "close"
