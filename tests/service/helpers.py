@@ -117,3 +117,22 @@ def closed_by_server(sock: socket.socket, timeout: float) -> bool:
     except TimeoutError:
         pass
     return False
+
+
+def raw_response(sock: socket.socket, timeout: float) -> tuple[int, dict[str, str], bytes]:
+    """Status, headers (lower-cased names) and body (by its Content-Length)
+    of one response read from ``sock``."""
+    sock.settimeout(timeout)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        assert chunk, f"closed before a response: {buf!r}"
+        buf += chunk
+    head, body = buf.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+    while len(body) < int(headers.get("content-length", 0)):
+        chunk = sock.recv(65536)
+        assert chunk, "closed in the middle of the response body"
+        body += chunk
+    return int(lines[0].split()[1]), headers, body

@@ -20,7 +20,7 @@ import pytest
 from tests.docgen import english_report, rasterize
 from tests.ingest.files import good_page, pdf_with_pages, stream_bomb_page
 from tests.service.conftest import Server
-from tests.service.helpers import accepted, closed_by_server, connect, error_code, submit, wait_for, wait_terminal
+from tests.service.helpers import accepted, closed_by_server, connect, error_code, raw_response, submit, wait_for, wait_terminal
 
 SANDBOX_MB = 128
 BOMB_MIB = 320
@@ -116,24 +116,12 @@ def test_ready_without_warm_up_and_head_answers(guarded):
 # --- connections ---------------------------------------------------------------
 
 
-def _read_status(sock: socket.socket, timeout: float) -> tuple[int, dict[str, str]]:
-    sock.settimeout(timeout)
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = sock.recv(65536)
-        assert chunk, f"closed before a response: {buf!r}"
-        buf += chunk
-    lines = buf.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
-    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
-    return int(lines[0].split()[1]), headers
-
-
 def test_an_unauthenticated_upload_is_answered_401_before_its_body(guarded):
     with socket.create_connection(("127.0.0.1", guarded.port), timeout=10) as sock:
         sock.sendall(b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ld_wrong\r\n"
                      b"Content-Type: multipart/form-data; boundary=x\r\nContent-Length: 50000000\r\n\r\n"
                      + b"--x\r\n" + b"0" * 1000)
-        status, headers = _read_status(sock, timeout=5)
+        status, headers, _ = raw_response(sock, timeout=5)
         assert status == 401 and headers.get("connection") == "close"
         assert closed_by_server(sock, timeout=5)
 
@@ -181,7 +169,7 @@ def test_idle_and_half_sent_connections_are_closed_and_the_service_keeps_answeri
 
 def _status_or_none(sock: socket.socket) -> int | None:
     try:
-        return _read_status(sock, timeout=2)[0]
+        return raw_response(sock, timeout=2)[0]
     except (AssertionError, TimeoutError, OSError):
         return None
 

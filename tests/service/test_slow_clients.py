@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from tests.service.conftest import Server
-from tests.service.helpers import closed_by_server, connect
+from tests.service.helpers import closed_by_server, connect, raw_response
 
 HEAD_S = 2.0            # service.header_timeout_seconds and body_timeout_seconds of the server here
 SLACK_S = 1.5           # a deadline's close may come this much later (a loaded 2-core machine)
@@ -59,24 +59,6 @@ def _own(make, tries: int = 3) -> Server:
 
 
 # --- raw sockets ------------------------------------------------------------------
-
-
-def _response(sock: socket.socket, timeout: float) -> tuple[int, dict[str, str], bytes]:
-    """Status, headers and body (by its Content-Length) of one response."""
-    sock.settimeout(timeout)
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = sock.recv(65536)
-        assert chunk, f"closed before a response: {buf!r}"
-        buf += chunk
-    head, body = buf.split(b"\r\n\r\n", 1)
-    lines = head.decode("latin-1").split("\r\n")
-    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
-    while len(body) < int(headers.get("content-length", 0)):
-        chunk = sock.recv(65536)
-        assert chunk, "closed in the middle of the response body"
-        body += chunk
-    return int(lines[0].split()[1]), headers, body
 
 
 def _rss(pid: int) -> int:
@@ -201,7 +183,7 @@ def _big_unauthenticated_admin_post(port: int, pid: int, headers: bytes = b"") -
     flat, the connection closed long before 256 MiB have gone."""
     with connect(port) as sock:  # first: whatever the first admin request loads
         sock.sendall(b"POST /admin/keys HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
-        assert _response(sock, 10)[0] == 403
+        assert raw_response(sock, 10)[0] == 403
     before = peak = _rss(pid)
     sent = 0
     stop = threading.Event()
@@ -222,7 +204,7 @@ def _big_unauthenticated_admin_post(port: int, pid: int, headers: bytes = b"") -
         sender = threading.Thread(target=send_body, daemon=True)
         sender.start()
         try:
-            status, answer, body = _response(sock, 30)
+            status, answer, body = raw_response(sock, 30)
             while sender.is_alive():
                 peak = max(peak, _rss(pid))
                 sender.join(0.02)
@@ -255,7 +237,7 @@ def test_an_admin_body_over_its_cap_is_refused_with_413(srv):
     with connect(srv.port) as sock:  # declared
         sock.sendall(b"POST /admin/keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token
                      + b"\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n{\"tenant\"")
-        status, headers, body = _response(sock, 10)
+        status, headers, body = raw_response(sock, 10)
         assert status == 413 and headers.get("connection") == "close" and b'"body_too_large"' in body
     with connect(srv.port) as sock:  # chunked, cut off once past the cap
         sock.sendall(b"POST /admin/keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token
@@ -267,7 +249,7 @@ def test_an_admin_body_over_its_cap_is_refused_with_413(srv):
                 sock.sendall(b"4000\r\n" + b" " * 0x4000 + b"\r\n")
             except (BrokenPipeError, ConnectionResetError):
                 break
-        status, headers, body = _response(sock, 10)
+        status, headers, body = raw_response(sock, 10)
         assert status == 413 and b'"body_too_large"' in body
     r = httpx.post(f"{srv.url}/admin/keys", json={"tenant": "small"}, headers=srv.admin_headers(), timeout=30)
     assert r.status_code == 201, r.text
@@ -287,7 +269,7 @@ def test_a_body_framed_two_ways_is_refused_and_the_connection_closed(srv, framin
     with connect(srv.port) as sock:
         sock.sendall(b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ld_wrong\r\n" + framing
                      + b"\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        status, headers, body = _response(sock, 10)
+        status, headers, body = raw_response(sock, 10)
         assert status == 400 and headers.get("connection") == "close", (status, body)
         assert b'"ambiguous_request_length"' in body
         assert closed_by_server(sock, 5)  # the smuggled GET is never answered
@@ -296,7 +278,7 @@ def test_a_body_framed_two_ways_is_refused_and_the_connection_closed(srv, framin
 def test_a_head_that_is_not_http_is_answered_in_the_json_envelope(srv):
     with connect(srv.port) as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n")
-        status, headers, body = _response(sock, 10)
+        status, headers, body = raw_response(sock, 10)
         assert status == 400 and b'"malformed_request"' in body and headers.get("connection") == "close"
 
 
