@@ -60,17 +60,20 @@ FURNITURE = {"header", "footer", "page_number"}
 _FANCY = {"‘": "'", "’": "'", "‚": "'", "‛": "'", "′": "'", "“": '"', "”": '"', "„": '"', "″": '"',
           "–": "-", "—": "-", "‐": "-", "‑": "-", "−": "-", "\u00a0": " "}
 _BROKEN = re.compile(r"(?<=[a-z])[-\u00ad\ufffe\x02]\s*\n\s*(?=[a-z])|[\u00ad\ufffe\x02]")
-WORD = re.compile(r"\w+")
+#: a word: a run of word characters, each CJK character a word of its own
+WORD = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]|[^\W\u3400-\u9fff\uf900-\ufaff]+")
 
 
-def normalize(text: str) -> str:
+def normalize(text: str, chinese: bool = False) -> str:
     """What is compared: NFKC, quotes and dashes plain, line-end breaks of a
-    word joined, whitespace runs to one space."""
+    word joined, whitespace runs to one space (Chinese: no whitespace at all,
+    as Chinese text is written without spaces and tools differ in where they
+    put them)."""
     text = unicodedata.normalize("NFKC", text)
     for fancy, plain in _FANCY.items():
         text = text.replace(fancy, plain)
     text = _BROKEN.sub("", text)
-    return " ".join(text.split())
+    return "".join(text.split()) if chinese else " ".join(text.split())
 
 
 def words(text: str) -> Counter[str]:
@@ -100,11 +103,11 @@ class Score:
     failed: int = 0
     docs: list[str] = field(default_factory=list)
 
-    def add(self, truth: str, reading: Reading, pages: int) -> None:
-        ref, hyp = normalize(truth), normalize(reading.everything)
+    def add(self, truth: str, reading: Reading, pages: int, chinese: bool = False) -> None:
+        ref, hyp = normalize(truth, chinese), normalize(reading.everything, chinese)
         self.edits += Levenshtein.distance(hyp, ref)
         self.chars += len(ref)
-        t, a, v = words(ref), words(hyp), words(normalize(reading.visible))
+        t, a, v = words(normalize(truth)), words(normalize(reading.everything)), words(normalize(reading.visible))
         self.hits_all += sum((t & a).values())
         self.read_all += sum(a.values())
         self.truth_words += sum(t.values())
@@ -134,7 +137,7 @@ class Score:
 
 def run_ocrmypdf(doc: CorpusDoc, work: Path) -> Reading:
     sidecar, out = work / f"{doc.name}.ocrmypdf.txt", work / f"{doc.name}.ocrmypdf.pdf"
-    cmd = [str(Path(sys.executable).parent / "ocrmypdf"), "-j", str(os.cpu_count() or 1), "-l", "eng",
+    cmd = [str(Path(sys.executable).parent / "ocrmypdf"), "-j", str(os.cpu_count() or 1), "-l", doc.entry.language,
            "--force-ocr", "--output-type", "pdf", "--sidecar", str(sidecar), "-q", str(doc.scan), str(out)]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, env={**os.environ, "OMP_THREAD_LIMIT": "1"})
@@ -200,8 +203,10 @@ def main() -> int:
     ap.add_argument("--max-pages", type=int, default=None, help="first N pages of each document")
     ap.add_argument("--keep", type=Path, help="keep outputs here")
     ap.add_argument("--corpus", type=Path, default=None, help="corpus folder (default: real_corpus's)")
+    ap.add_argument("--set", dest="corpus_set", choices=("eng", "zh"), default="eng",
+                    help="the corpus set: English (real_corpus.tsv) or Chinese (real_corpus_zh.tsv) manuals")
     args = ap.parse_args()
-    docs = build(args.corpus)
+    docs = build(args.corpus, corpus_set=args.corpus_set)
     if args.only:
         docs = [d for d in docs if any(part in d.name for part in args.only.split(","))]
     if args.split:
@@ -229,9 +234,9 @@ def main() -> int:
         for name, env in order:
             reading = run_ocrmypdf(doc, work) if env is None else run_longdoc(doc, work, name.replace(":", "-"), env)
             one = Score()
-            one.add(truth_of(doc, None), reading, doc.pages)
+            one.add(truth_of(doc, None), reading, doc.pages, doc.entry.chinese)
             per_doc[doc.name][name] = one
-            totals[name].add(truth_of(doc, None), reading, doc.pages)
+            totals[name].add(truth_of(doc, None), reading, doc.pages, doc.entry.chinese)
         print(_row(doc.name, doc.entry.split, doc.pages, per_doc[doc.name], tools), flush=True)
     print()
     print(_header(tools))
