@@ -93,6 +93,10 @@ _REFERENCE_LIST_PART = re.compile(rf"\s*(?:[.·…]\s*)*{_REFS}\s*,?\s*")
 #: words, then two references or more: "\\@tempa 60, 79, 86–"
 _REFERENCE_LIST = _AfterWords(rf"\s{_REF}(?:\s*,\s*{_REF})+[–-]?\s*$")
 _ENDS_WITH_REFERENCE = _AfterWords(rf"\s{_REFS}\s*$")
+#: words, a comma (Latin or full-width) and one page number or range: the
+#: commonest index entry ("lists, 95", "字体，45", "tables, 12–14"); arabic
+#: numbers only, as a word of roman-numeral letters ("mild") would match
+_SINGLE_REFERENCE = _AfterWords(r"[,，]\s*\d{1,4}(?:\s*[–-]\s*\d{1,4})?\s*$")
 #: words, then three leader dots or more (the page number not read)
 _LEADERS_ONLY = _AfterWords(r"\s?(?:[.·]\s*){3,}$")
 #: references that go on in the next row: "60, 79," or "86–"
@@ -154,14 +158,14 @@ _LIST_ALONE = re.compile(rf"\s*{_REF}(?:,\s+{_REF})+[,–-]?\s*")
 
 def entry_share(lines: Sequence[LineBox]) -> float:
     """The share of ``lines`` that read as index or contents entries, each
-    on its own: an entry with leaders or a list of references, or
-    references alone (an entry's references wrapped onto a line of their
+    on its own: an entry with leaders, a list of references or one
+    reference after a comma ("lists, 95"), or references alone (an entry's references wrapped onto a line of their
     own). Rows are not looked at: an index's columns share rows."""
     if not lines:
         return 0.0
     texts = [l.text.strip() for l in lines]
-    return sum(bool(_LEADERED.search(t) or _REFERENCE_LIST.search(t) or _LEADERS_ONLY.search(t)
-                    or _LIST_ALONE.fullmatch(t)) for t in texts) / len(texts)
+    return sum(bool(_LEADERED.search(t) or _REFERENCE_LIST.search(t) or _SINGLE_REFERENCE.search(t)
+                    or _LEADERS_ONLY.search(t) or _LIST_ALONE.fullmatch(t)) for t in texts) / len(texts)
 
 
 def rows(ordered: Sequence[LineBox]) -> list[list[LineBox]]:

@@ -8,7 +8,10 @@ A region (a set of lines) is cut in this order:
 2. **Vertically**, into *columns* separated by a whitespace gutter at least
    ``min_gutter`` wide that no line crosses.
 3. Neither, or the columns look like a table's (three or more, of lines
-   of a few words): the lines are read row by row, left to right — unless
+   of a few words), or like labels and what they label (two columns, the
+   left one of short labels each on a row of the right one: an option or
+   definition list, a glossary, a form): the lines are read row by row,
+   left to right — unless
    the lines are known to be text in columns (``columnar``: an index the
    layout model took for a table or a picture, its short lines boxed in
    fragments), which is read column by column.
@@ -40,6 +43,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from longdoc.layout.geometry import LineBox, column_spans, merge_intervals, same_row
+from longdoc.layout.text import is_cjk_char
 
 #: share of a one-sided band's width that must lie within a column of the
 #: band it is fused with
@@ -48,6 +52,15 @@ INSIDE_FRACTION = 0.8
 #: TABLE_MAX_WORDS words is a table: it is read row by row
 TABLE_COLUMNS = 3
 TABLE_MAX_WORDS = 3
+#: two columns are labels and their descriptions (read row by row) when the
+#: left one's median line has at most LABEL_MAX_WORDS words, its widest line is
+#: at most LABEL_WIDTH_SHARE of the right column's width, and at least
+#: LABEL_ROW_SHARE of its lines share a row with a line of the right column
+#: (two columns of running text have lines of many words, and a sidebar
+#: column of text lines as wide as its column)
+LABEL_MAX_WORDS = 3
+LABEL_WIDTH_SHARE = 0.5
+LABEL_ROW_SHARE = 0.8
 
 
 @dataclass(frozen=True)
@@ -131,7 +144,8 @@ def _cut(region: list[LineBox], cut: _Cut) -> list[list[LineBox]] | None:
     if len(groups) > 1:
         return [g.lines for g in groups]
     columns = _columns(region, cut)
-    if len(columns) < 2 or (_table_like(region, columns) and not _known_columnar(region, cut)):
+    if len(columns) < 2 or (
+            (_table_like(region, columns) or _labelled_rows(columns)) and not _known_columnar(region, cut)):
         return None
     return columns
 
@@ -142,6 +156,33 @@ def _table_like(region: list[LineBox], columns: list[list[LineBox]]) -> bool:
         return False
     words = sorted(len(l.text.split()) for l in region)
     return words[len(words) // 2] <= TABLE_MAX_WORDS
+
+
+def _labelled_rows(columns: list[list[LineBox]]) -> bool:
+    """Two columns, the left one of short labels on the rows of the right
+    one (``-p`` beside "print the page", a term beside its definition): read
+    row by row, each label before what it labels. The labels' rows are
+    found by vertical overlap (:func:`~longdoc.layout.geometry.same_row`),
+    so a skewed scan's rows still pair up."""
+    if len(columns) != 2 or len(columns[0]) < 2:
+        return False
+    labels, text = columns
+    words = sorted(_words(l.text) for l in labels)
+    if words[len(words) // 2] > LABEL_MAX_WORDS:
+        return False
+    text_width = max(l.x1 for l in text) - min(l.x0 for l in text)
+    if max(l.x1 - l.x0 for l in labels) > LABEL_WIDTH_SHARE * text_width:
+        return False
+    paired = sum(any(same_row(l, t) for t in text) for l in labels)
+    return paired >= LABEL_ROW_SHARE * len(labels)
+
+
+def _words(text: str) -> int:
+    """Words of ``text``, two CJK characters counting as one word (CJK
+    writes no spaces between words)."""
+    cjk = sum(is_cjk_char(ch) for ch in text)
+    latin = len("".join(" " if is_cjk_char(ch) else ch for ch in text).split())
+    return latin + (cjk + 1) // 2
 
 
 def _known_columnar(region: list[LineBox], cut: _Cut) -> bool:

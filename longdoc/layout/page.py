@@ -21,7 +21,7 @@ from longdoc.layout.contents import close_entry_gaps
 from longdoc.layout.floats import place_floats, take_floats
 from longdoc.layout.geometry import LineBox, depad, enclosing, norm_box, typical_line_height, v_overlap
 from longdoc.layout.gutters import find_gutters, mend
-from longdoc.layout.order import reading_order
+from longdoc.layout.order import reading_order, row_by_row
 from longdoc.layout.segments import rejoin
 from longdoc.layout.sidenotes import find_margin_strips, group_notes, pick_anchor
 from longdoc.layout.text import join_lines
@@ -79,7 +79,9 @@ def layout_page(rec: Page, furniture: dict[int, BlockKind], *, exact_lines: bool
     lines = [LineBox.of(i, l) for i, l in enumerate(rec.lines) if l.text.strip()]
     if not lines:
         return []
-    furn = sorted((l for l in lines if l.idx in furniture), key=lambda l: (l.y0, l.x0))
+    # row by row: a running head and the page number on its row are read
+    # left to right whichever way the scan is skewed
+    furn = row_by_row([l for l in lines if l.idx in furniture])
     body = [l for l in lines if l.idx not in furniture]
     floats, body, columnar = take_floats(body, rec.regions, typical_line_height(lines))
     flow = place_floats(_body(rec, body, exact_lines, columnar), floats, typical_line_height(lines))
