@@ -29,9 +29,13 @@ paragraph continued over a page break may come out on its first page):
 
 Both sides are normalized alike before comparing: NFKC, typographic quotes
 and dashes to ASCII, a word broken at a line end joined (``docu-`` +
-``ment``), whitespace runs to one space; words are ``\\w+`` runs.
+``ment``), whitespace runs to one space; words are ``\\w+`` runs, each CJK
+character a word of its own. ``--set zh`` runs the Chinese manuals
+(``bench/real_corpus_zh.tsv``; OCRmyPDF with ``-l chi_sim+eng``), where the
+CER is taken with all whitespace removed.
 
-    python bench/real_docs.py [--only NAME] [--split dev|test] [--recognizer small,tiny]
+    python bench/real_docs.py [--set eng|zh] [--only NAME] [--split dev|test] [--recognizer small,tiny]
+                              [--tree before=/path/to/old/worktree]
                               [--no-ocrmypdf] [--max-pages N] [--keep DIR] [--show-diff NAME]
 """
 
@@ -198,6 +202,9 @@ def main() -> int:
     ap.add_argument("--only", help="documents whose name contains this (comma-separated: any of them)")
     ap.add_argument("--split", choices=("dev", "test"))
     ap.add_argument("--recognizer", default="", help="also run longdoc with these inference.rapidocr.recognizer values")
+    ap.add_argument("--tree", action="append", default=[], metavar="NAME=DIR",
+                    help="also run the longdoc package of another checkout (a git worktree of an earlier commit: "
+                         "git worktree add DIR COMMIT), as tool 'longdoc@NAME', for a same-run before/after")
     ap.add_argument("--no-ocrmypdf", action="store_true")
     ap.add_argument("--no-default", action="store_true", help="leave out longdoc with its defaults")
     ap.add_argument("--max-pages", type=int, default=None, help="first N pages of each document")
@@ -220,6 +227,9 @@ def main() -> int:
     if not args.no_default:
         tools.append(("longdoc", {}))
     tools += [(f"longdoc:{r}", {"LONGDOC_INFERENCE__RAPIDOCR__RECOGNIZER": r}) for r in args.recognizer.split(",") if r]
+    for spec in args.tree:
+        name, _, tree = spec.partition("=")
+        tools.append((f"longdoc@{name}", {"PYTHONPATH": str(Path(tree).resolve())}))
     print(f"{len(docs)} documents, {sum(d.pages for d in docs)} pages; tools: {', '.join(t for t, _ in tools)}; "
           f"{os.cpu_count()} cores", flush=True)
     # untimed: the backend choice of inference.backend auto is remembered from here on
@@ -232,7 +242,8 @@ def main() -> int:
         order = tools if i % 2 == 0 else list(reversed(tools))
         per_doc[doc.name] = {}
         for name, env in order:
-            reading = run_ocrmypdf(doc, work) if env is None else run_longdoc(doc, work, name.replace(":", "-"), env)
+            variant = name.replace(":", "-").replace("@", "-at-")
+            reading = run_ocrmypdf(doc, work) if env is None else run_longdoc(doc, work, variant, env)
             one = Score()
             one.add(truth_of(doc, None), reading, doc.pages, doc.entry.chinese)
             per_doc[doc.name][name] = one
