@@ -8,9 +8,10 @@ A region (a set of lines) is cut in this order:
 2. **Vertically**, into *columns* separated by a whitespace gutter at least
    ``min_gutter`` wide that no line crosses.
 3. Neither, or the columns look like a table's (three or more, of lines
-   of a few words), or like labels and what they label (two columns, the
-   left one of short labels each on a row of the right one: an option or
-   definition list, a glossary, a form): the lines are read row by row,
+   of a few words), or like labels and what they label (two columns, one
+   of short labels each on a row of the other: an option or definition
+   list, a glossary, a form; equation numbers, prices at the right): the
+   lines are read row by row,
    left to right — unless
    the lines are known to be text in columns (``columnar``: an index the
    layout model took for a table or a picture, its short lines boxed in
@@ -52,10 +53,10 @@ INSIDE_FRACTION = 0.8
 #: TABLE_MAX_WORDS words is a table: it is read row by row
 TABLE_COLUMNS = 3
 TABLE_MAX_WORDS = 3
-#: two columns are labels and their descriptions (read row by row) when the
-#: left one's median line has at most LABEL_MAX_WORDS words, its widest line is
-#: at most LABEL_WIDTH_SHARE of the right column's width, and at least
-#: LABEL_ROW_SHARE of its lines share a row with a line of the right column
+#: two columns are labels and what they label (read row by row) when one of
+#: them (the labels) has a median line of at most LABEL_MAX_WORDS words, its
+#: widest line at most LABEL_WIDTH_SHARE of the other column's width, and at
+#: least LABEL_ROW_SHARE of its lines on a row of a line of the other column
 #: (two columns of running text have lines of many words, and a sidebar
 #: column of text lines as wide as its column)
 LABEL_MAX_WORDS = 3
@@ -159,14 +160,23 @@ def _table_like(region: list[LineBox], columns: list[list[LineBox]]) -> bool:
 
 
 def _labelled_rows(columns: list[list[LineBox]]) -> bool:
-    """Two columns, the left one of short labels on the rows of the right
-    one (``-p`` beside "print the page", a term beside its definition): read
-    row by row, each label before what it labels. The labels' rows are
+    """Two columns, one of them short labels on the rows of the other: on
+    the left (``-p`` beside "print the page", a term beside its definition)
+    or on the right (an equation's number, a price, a page number set off by
+    a wide gap): read row by row, each label beside what it labels. Rows are
     found by vertical overlap (:func:`~longdoc.layout.geometry.same_row`),
     so a skewed scan's rows still pair up."""
-    if len(columns) != 2 or len(columns[0]) < 2:
+    if len(columns) != 2:
         return False
-    labels, text = columns
+    return _labels_of(columns[0], columns[1]) or _labels_of(columns[1], columns[0])
+
+
+def _labels_of(labels: list[LineBox], text: list[LineBox]) -> bool:
+    """``labels`` are short (:data:`LABEL_MAX_WORDS`), narrow beside ``text``
+    (:data:`LABEL_WIDTH_SHARE`), and nearly all (:data:`LABEL_ROW_SHARE`)
+    on a row of ``text``."""
+    if len(labels) < 2:
+        return False
     words = sorted(_words(l.text) for l in labels)
     if words[len(words) // 2] > LABEL_MAX_WORDS:
         return False
