@@ -10,7 +10,8 @@ A region (a set of lines) is cut in this order:
 3. Neither, or the columns look like a table's (three or more, of lines
    of a few words), or like labels and what they label (two columns, one
    of short labels each on a row of the other: an option or definition
-   list, a glossary, a form; equation numbers, prices at the right): the
+   list, a glossary, a form; equation numbers, prices at the right; not
+   a sidebar beside a paragraph, which runs on across its rows): the
    lines are read row by row,
    left to right — unless
    the lines are known to be text in columns (``columnar``: an index the
@@ -62,6 +63,12 @@ TABLE_MAX_WORDS = 3
 LABEL_MAX_WORDS = 3
 LABEL_WIDTH_SHARE = 0.5
 LABEL_ROW_SHARE = 0.8
+#: ... unless the lines of the other column right above the labels' rows
+#: mostly run to LABEL_FULL_SHARE of that column's width or more: that text
+#: goes on across the labels' rows (a paragraph beside a sidebar of short
+#: lines or a pull quote), where a description starts on its label's row
+#: after the short last line of the one before
+LABEL_FULL_SHARE = 0.85
 
 
 @dataclass(frozen=True)
@@ -174,7 +181,8 @@ def _labelled_rows(columns: list[list[LineBox]]) -> bool:
 def _labels_of(labels: list[LineBox], text: list[LineBox]) -> bool:
     """``labels`` are short (:data:`LABEL_MAX_WORDS`), narrow beside ``text``
     (:data:`LABEL_WIDTH_SHARE`), and nearly all (:data:`LABEL_ROW_SHARE`)
-    on a row of ``text``."""
+    on a row of ``text``, which does not run on across their rows
+    (:func:`_runs_across`)."""
     if len(labels) < 2:
         return False
     words = sorted(_words(l.text) for l in labels)
@@ -184,7 +192,21 @@ def _labels_of(labels: list[LineBox], text: list[LineBox]) -> bool:
     if max(l.x1 - l.x0 for l in labels) > LABEL_WIDTH_SHARE * text_width:
         return False
     paired = sum(any(same_row(l, t) for t in text) for l in labels)
-    return paired >= LABEL_ROW_SHARE * len(labels)
+    return paired >= LABEL_ROW_SHARE * len(labels) and not _runs_across(labels, text)
+
+
+def _runs_across(labels: list[LineBox], text: list[LineBox]) -> bool:
+    """``text`` runs on across the rows of ``labels``: the line of ``text``
+    right above most labels' rows is a full one (:data:`LABEL_FULL_SHARE`
+    of the column's width), as in a paragraph, not the end of an item."""
+    lo, hi = min(t.x0 for t in text), max(t.x1 for t in text)
+    ordered = sorted(text, key=lambda t: t.cy)
+    above = []
+    for l in labels:
+        first = next((i for i, t in enumerate(ordered) if same_row(l, t)), 0)
+        if first:  # on a row of ``text`` below its first line
+            above.append(ordered[first - 1])
+    return 2 * sum(t.x1 - t.x0 >= LABEL_FULL_SHARE * (hi - lo) for t in above) > len(above)
 
 
 def _words(text: str) -> int:
