@@ -17,7 +17,12 @@ contents_page          "Contents", chapter entries (bold, no leaders, page
 index_page             "Index" over columns of short entries, references
                        right-aligned and running onto further lines: page
                        numbers after leaders (``\\@tempa . . 60, 79, 86``)
-                       or code-line references (``\\@tempa x451, y12``)
+                       or code-line references (``\\@tempa x451, y12``);
+                       or two columns of words each with one page number
+                       after a comma (``lists, 95``; ``字体，45``)
+options_page           a usage page: a paragraph, options (``-p``,
+                       ``--quiet``, ``-o FILE``) each with a one- or
+                       two-line description starting on its row, a paragraph
 figure_page            a paragraph, a bar chart with its labels (axis ticks
                        and title, months, a legend), its caption, a paragraph
 old_book_page          one page of an old book, set close: a running head
@@ -31,11 +36,12 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.docgen.layout import A4, Canvas, Style, wrap_words
-from tests.docgen.prose import EnglishProse
+from tests.docgen.prose import ChineseProse, EnglishProse
 from tests.docgen.raster import office_scan
 
 MARGIN = 72.0
@@ -208,20 +214,28 @@ _MACROS = ["tempa", "tempb", "tempcnta", "tempdima", "tempswa", "temptokena", "i
            "xnext", "setfloattyp", "floatplacement", "dblfloatplacement", "combinefloats", "cflt", "cflb"]
 
 
-def index_page(tmp_dir: str | Path, *, seed: int = 0, columns: int = 3, refs: str = "pages") -> ManualPage:
+def index_page(tmp_dir: str | Path, *, seed: int = 0, columns: int = 3, refs: str = "pages",
+               rows: int | None = None) -> ManualPage:
     """One A4 page: "Index" (bold, 17 pt) over ``columns`` columns of index
     entries in 8.5 pt, each a macro name and its references, right-aligned
     at the column's edge, running onto further lines as needed:
     ``refs="pages"``: page numbers after leader dots (``\\@tempa . . . .
     60, 79, 86``); ``refs="code lines"``: code-line references without
     leaders, as LaTeX's doc package sets them (``\\@tempa  x451, y12,
-    b508``): ``index-<columns>-<refs>.pdf``.
+    b508``); ``refs="comma"``: a word and one page number after a comma,
+    set close (``ligatures, 95``: the commonest index entry), ``rows``
+    entries a column (all of :data:`INDEX_WORDS` spread over the columns
+    when not given; more words come from generated prose);
+    ``refs="full-width comma"``: the same in Chinese (``字体，45``, 10 pt
+    WenQuanYi Micro Hei, "索引" as the title): ``index-<columns>-<refs>.pdf``.
 
     Truth: ``entries`` in reading order (column by column), an entry's
     lines joined by a space; ``lines``: every printed line.
     """
+    if refs in ("comma", "full-width comma"):
+        return _comma_index(tmp_dir, seed=seed, columns=columns, rows=rows, chinese=refs != "comma")
     if refs not in ("pages", "code lines"):
-        raise ValueError(f"refs must be 'pages' or 'code lines', got {refs!r}")
+        raise ValueError(f"refs must be 'pages', 'code lines', 'comma' or 'full-width comma', got {refs!r}")
     rng = random.Random(seed)
     page = _Page()
     page.text(MARGIN, 100, "Index", TITLE)
@@ -241,6 +255,65 @@ def index_page(tmp_dir: str | Path, *, seed: int = 0, columns: int = 3, refs: st
             y += len(lines) * INDEX.leading
     return ManualPage(page.save(Path(tmp_dir) / f"index-{columns}-{refs.replace(' ', '-')}.pdf"), ["Index", *printed],
                       entries=entries)
+
+
+#: words of a book's index, each given one page number (``refs="comma"``)
+INDEX_WORDS = ["abbreviations", "accents", "alignment", "appendix", "arrays", "arrows", "babel", "baselines",
+               "bibliography", "boxes", "brackets", "captions", "chapters", "citations", "colours", "columns",
+               "commands", "counters", "dashes", "dates", "ellipsis", "encodings", "equations", "figures", "floats",
+               "fonts", "footnotes", "fractions", "glossaries", "headings", "hyphenation", "indentation",
+               "italics", "kerning", "labels", "ligatures", "lists", "margins", "matrices", "numbering",
+               "options", "packages", "paragraphs", "quotations", "references", "spacing", "symbols", "tables"]
+#: the same for ``refs="full-width comma"``
+INDEX_WORDS_ZH = ["版式", "标点", "标题", "表格", "参考文献", "插图", "尺寸", "长度", "抄录", "重音", "词汇表",
+                  "单位", "导言区", "定理", "断行", "段落", "对齐", "分栏", "浮动体", "符号", "附录", "公式",
+                  "行距", "行号", "汉字", "宏包", "环境", "计数器", "间距", "交叉引用", "脚注", "矩阵", "句号",
+                  "列表", "命令", "目录", "排版", "偏移", "评注", "日期", "省略号", "数学", "缩进", "索引",
+                  "题注", "图片", "页边距", "页码"]
+INDEX_ZH = Style("cjk", 10, 13.0)
+INDEX_ZH_HEAD = Style("cjk", 17, 24)
+
+
+def _comma_index(tmp_dir: str | Path, *, seed: int, columns: int, rows: int | None, chinese: bool) -> ManualPage:
+    """:func:`index_page` with ``refs="comma"`` or ``"full-width comma"``."""
+    rng = random.Random(seed)
+    style, comma = (INDEX_ZH, "，") if chinese else (INDEX, ", ")
+    per_column = rows or (len(INDEX_WORDS_ZH if chinese else INDEX_WORDS) + columns - 1) // columns
+    words = _index_terms(per_column * columns, chinese)
+    page = _Page(("cjk",)) if chinese else _Page()
+    page.text(MARGIN, 100, "索引" if chinese else "Index", INDEX_ZH_HEAD if chinese else TITLE)
+    gutter = 18.0
+    width = (RIGHT - MARGIN - (columns - 1) * gutter) / columns
+    numbers = sorted(rng.sample(range(3, 990), len(words)))
+    entries = []
+    for k in range(columns):
+        x, y = MARGIN + k * (width + gutter), 130.0
+        for n in range(k * per_column, min(len(words), (k + 1) * per_column)):
+            entry = f"{words[n]}{comma}{numbers[n]}"
+            page.text(x, y, entry, style)
+            entries.append(entry)
+            y += style.leading
+    name = "full-width-comma" if chinese else "comma"
+    return ManualPage(page.save(Path(tmp_dir) / f"index-{columns}-{name}.pdf"), page.printed(), entries=entries)
+
+
+def _index_terms(count: int, chinese: bool) -> list[str]:
+    """``count`` distinct index terms: :data:`INDEX_WORDS` (or
+    :data:`INDEX_WORDS_ZH`), then words of generated prose (English words
+    of five letters or more; two-character pieces of Chinese sentences),
+    sorted (English) or in the order found."""
+    terms = list(INDEX_WORDS_ZH if chinese else INDEX_WORDS)
+    prose = ChineseProse(4) if chinese else EnglishProse(4)
+    while len(terms) < count:
+        text = prose.sentence() if chinese else " ".join(prose.sentences(3))
+        if chinese:
+            runs = re.findall(r"[\u4e00-\u9fff]{4,}", text)
+            found = [run[i:i + 2] for run in runs for i in range(0, len(run) - 1, 2)]
+        else:
+            found = [w.lower() for w in re.findall(r"[A-Za-z]{5,}", text)]
+        terms += [w for w in found if w not in terms]
+    terms = terms[:count]
+    return terms if chinese else sorted(terms)
 
 
 def _index_entry(page: _Page, rng: random.Random, head: str, x: float, y: float, width: float,
@@ -404,3 +477,59 @@ def _chart(page: _Page, x: float, y: float, w: float, h: float) -> float:
         pdf.rect(ax1 + 14, ly - 7, 8, 8, style="F")
         page.text(ax1 + 28, ly, name, LABEL, record=False)
     return y + h
+
+
+# --- a usage page: options and their descriptions -------------------------------------------
+
+#: (option, description): the descriptions are wrapped to the column, some
+#: over two lines
+OPTIONS = [
+    ("-p", "print each page number as the page is read"),
+    ("--quiet", "say nothing but errors"),
+    ("-o FILE", "write the text to FILE instead of the standard output, replacing whatever the file held"),
+    ("-d N", "render scanned pages at N dots per inch"),
+    ("--force", "read every page again, even those that already carry a text layer of their own"),
+    ("-l LANG", "the language of the text"),
+    ("--pages R", "read only the pages in the range R, such as 3-7 or 2,4,9, in the order given"),
+    ("-j N", "run N workers at a time"),
+    ("--keep", "keep the page images in the output folder once the text is read"),
+    ("-v", "tell what each stage does"),
+    ("--version", "show the version and exit"),
+    ("-h", "show a short summary of the options and exit"),
+]
+
+
+def options_page(tmp_dir: str | Path, *, seed: int = 0) -> ManualPage:
+    """One A4 page: a paragraph, then :data:`OPTIONS`: each option (bold, at
+    the left margin) with its description starting on the option's
+    baseline 110 pt to the right and wrapped to the right margin (five of
+    them over two lines), a paragraph (sans 10.5 pt throughout):
+    ``options.pdf``.
+
+    Truth: ``entries``: each option and its description as one string
+    (``"-o FILE write the text to FILE ... held"``); ``body``: each
+    paragraph's first five words.
+    """
+    prose = EnglishProse(seed + 909)
+    page = _Page()
+    width = RIGHT - MARGIN
+    desc_x = MARGIN + 110.0
+    y = 110.0
+    body, entries = [], []
+    for above in (True, False):
+        if not above:
+            y += 0.5 * ENTRY.leading
+            for option, description in OPTIONS:
+                page.text(MARGIN, y, option, CHAPTER)
+                rows = wrap_words(page.canvas, description.split(), ENTRY, RIGHT - desc_x)
+                for row in rows:
+                    page.text(desc_x, y, " ".join(row), ENTRY)
+                    y += ENTRY.leading
+                entries.append(f"{option} {description}")
+            y += 1.5 * ENTRY.leading
+        rows = wrap_words(page.canvas, " ".join(prose.sentences(4)).split(), ENTRY, width)
+        body.append(" ".join(rows[0][:5]))
+        for row in rows:
+            page.text(MARGIN, y, " ".join(row), ENTRY)
+            y += ENTRY.leading
+    return ManualPage(page.save(Path(tmp_dir) / "options.pdf"), page.printed(), entries=entries, body=body)
