@@ -179,3 +179,44 @@ def test_chinese_lines_get_no_leaders(tmp_path):
         found += [t for t in texts if ". ." in t or "..." in t]
     doc.close()
     assert not found
+
+
+def _number_over_the_next_column() -> tuple[np.ndarray, list[list[float]]]:
+    """A page number "42" whose box's bottom edge the next line's letters
+    poke into: that line (the other column's, set half a line lower) starts
+    just right of the number, and the tops of its letters are small, round
+    and low in the number's band — the shape of leader dots."""
+    image = np.full((90, 400, 3), 255, np.uint8)
+    image[20:40, 12:22] = 0  # "4"
+    image[20:40, 26:36] = 0  # "2"
+    for k in range(5):  # "Issue": letters from y 41 to 61, 7 px apart, their tops inside the number's box
+        image[41:61, 60 + 7 * k:64 + 7 * k] = 0
+    return image, [[10, 15], [50, 15], [50, 45], [10, 45]]
+
+
+def test_the_tops_of_the_next_lines_letters_are_no_leader_dots():
+    """Failure of the real two-column contents page (ltnews, 'Issue 29,
+    December 2018  42' beside 'Issue 34, November 2021'): the tops of the
+    next line's letters were counted as leaders, '42' read '42.....' and
+    its box stretched across the column gutter, so the page's two columns
+    were read row by row."""
+    image, box = _number_over_the_next_column()
+    texts, quads = recount_runs(image, [box], ["42"])
+    assert texts == ["42"]
+    assert max(x for x, _ in quads[0]) == 50  # the box is not stretched over the gutter
+
+
+def test_dots_the_recognizer_read_where_the_image_has_none_are_dropped_and_the_box_cut_back():
+    image, box = _number_over_the_next_column()
+    wide = [[10, 15], [95, 15], [95, 45], [10, 45]]  # the detector's box ran on over the letter tops
+    texts, quads = recount_runs(image, [wide], ["42....."])
+    assert texts == ["42"]
+    assert max(x for x, _ in quads[0]) <= 40  # back to the number's ink
+    spaced = np.full((60, 400, 3), 255, np.uint8)  # "(a" and nothing after it in the box: " . . ." invented
+    spaced[20:40, 12:22] = 0
+    spaced[25:40, 26:36] = 0
+    assert recount_runs(spaced, [[[10, 15], [200, 15], [200, 45], [10, 45]]], ["(a . . ."])[0] == ["(a"]
+    printed = spaced.copy()  # an ellipsis printed: kept
+    for k in range(3):
+        printed[35:38, 45 + 8 * k:48 + 8 * k] = 0
+    assert recount_runs(printed, [[[10, 15], [200, 15], [200, 45], [10, 45]]], ["(a..."])[0] == ["(a..."]

@@ -37,6 +37,18 @@ set solid leave under 2, more than one dot width though, so "a gap wider
 than a dot" would not tell them apart). The line's quad is stretched to
 its last dot. A chain shorter than the dots read is left as read, and a
 line with no such chain keeps its text: no dot is invented.
+
+**Dots that are not there.** A mark the band's top or bottom edge cuts is
+never a dot: the tops of the next line's letters poking into a box (the
+``Issu`` of ``Issue 34`` under a page number ``42``) are small, round and
+low in the band, and were counted as leaders (``42.....``, the box
+stretched across the column gutter). A detector box that runs on past the
+words into blank paper gives the recognizer noise to read, and it reads
+dots: ``(a . . .``. When a line's text
+ends with two dots or more and its box holds at most one dot-shaped mark
+after its last other ink, the dots are dropped and the box's right edge
+is moved back to that ink (:func:`_without_invented_dots`), so the box no
+longer bridges a column gutter either.
 """
 
 from __future__ import annotations
@@ -111,6 +123,11 @@ def recount_runs(image: np.ndarray, quads: list[Quad], texts: list[str]) -> tupl
         if led is not None:
             out[i], right = led
             out_quads[i] = _stretched(out_quads[i], right)
+            continue
+        bare = _without_invented_dots(image, boxes, i, text)
+        if bare is not None:
+            out[i], right = bare
+            out_quads[i] = _cut_back(out_quads[i], right)
             continue
         trailing, leading = TRAILING.search(text), LEADING.match(text)
         if trailing is None and leading is None:
@@ -187,6 +204,43 @@ def _with_leaders(image: np.ndarray, boxes: list[tuple[int, int, int, int]], i: 
     return _leader_text(words, chain, marks), float(x0 + chain[-1].x + chain[-1].w)
 
 
+def _without_invented_dots(image: np.ndarray, boxes: list[tuple[int, int, int, int]], i: int,
+                           text: str) -> tuple[str, float] | None:
+    """``text`` without the dots it ends with, and the right edge (image
+    pixels) of its last ink, when the recognizer read two dots or more
+    after the words where the image has at most one dot-shaped mark: a box
+    that ran on into blank paper (a margin, a column gutter) and a
+    recognizer that read its noise, or the tops of the next line's letters
+    poking into the box, as ``.....`` or `` . . .``. ``None``
+    when the dots are there (an ellipsis, leaders), or the line is not
+    such a line."""
+    tail = TRAILING_DOTS.search(text)
+    if tail is None or tail.group().count(".") + tail.group().count("·") < 2 or not text[:tail.start()].strip():
+        return None
+    x0, y0, x1, y1 = boxes[i]
+    height = y1 - y0
+    if height < 4 or x1 - x0 < 2:
+        return None
+    own = image[y0:y1, x0:x1]
+    # marks cut by the box's top or bottom edge are the lines above and
+    # below poking in (the tops of their letters look like dots)
+    marks = [m for m in _marks(own, own, height, DOT_SPECK, stacked=False) if m.y > 0 and m.y + m.h < height]
+    words_end = max((m.x + m.w for m in marks if not _dot(m, height)), default=None)
+    if words_end is None:
+        return None
+    if sum(_dot(m, height) for m in marks if m.x >= words_end) >= 2:
+        return None
+    return text[:tail.start()].rstrip(), float(x0 + words_end)
+
+
+def _cut_back(quad: Quad, right: float) -> Quad:
+    """``quad`` with its right corners moved in to ``right`` when that is
+    further left (and right of its left corners)."""
+    left = max(quad[0][0], quad[3][0])
+    edge = max(right, left + 1.0)
+    return [[min(x, edge), y] if k in (1, 2) else [x, y] for k, (x, y) in enumerate(quad)]
+
+
 def _mostly_full_width(text: str) -> bool:
     chars = [ch for ch in text if not ch.isspace()]
     return bool(chars) and sum(unicodedata.east_asian_width(ch) in "WF" for ch in chars) * 2 >= len(chars)
@@ -225,9 +279,13 @@ def _same_dot(mark: Mark, seed: Mark) -> bool:
 
 
 def _dot(mark: Mark, height: int) -> bool:
-    """A mark shaped like a period: small, roughly round, low in the line."""
+    """A mark shaped like a period: small, roughly round, low in the line,
+    and whole inside the band: a mark the band's top or bottom edge cuts is
+    a letter of the line above or below poking into the box (the tops of
+    ``Issue`` under a page number look like a row of dots)."""
     small = mark.w <= DOT_SIZE * height and mark.h <= DOT_SIZE * height
-    return small and 0.5 * mark.h <= mark.w <= 2 * mark.h and mark.y + mark.h >= 0.5 * height
+    inside = mark.y > 0 and mark.y + mark.h < height
+    return small and inside and 0.5 * mark.h <= mark.w <= 2 * mark.h and mark.y + mark.h >= 0.5 * height
 
 
 def _leader_text(words: str, chain: list[Mark], marks: list[Mark]) -> str:
