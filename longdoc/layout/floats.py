@@ -68,6 +68,10 @@ STACK_ALIGN_LINES = 1.0
 MOSTLY_TEXT = 0.6
 #: a table region whose grid does not fit is an index when this share of its lines are entries
 ENTRY_SHARE = 0.3
+#: a table region whose lines are nearly all index or contents entries, each
+#: whole in its line ("lists, 95", "Title . . . 12"), is an index or contents
+#: set in columns even when its grid fits them (a cell each): read as text
+INDEX_SHARE = 0.8
 #: a caption pairs with a table or figure at most this many line heights away
 CAPTION_GAP_LINES = 4.0
 
@@ -140,18 +144,25 @@ def _grid_region(table: GridTable) -> Region:
 
 
 def _misfit(region: Region, inside: list[LineBox], h: float) -> bool:
-    """A table region with a grid that does not fit the lines inside it,
-    many of which (:data:`ENTRY_SHARE`) read as index or contents entries
-    (:func:`~longdoc.layout.contents.entry_share`): an index's columns the
-    layout model took for one table. A grid that does not fit a real table
-    (a text layer that ran a row's cells into one line: 26-65% of the
-    lines of the dev set's IBM tables straddle a column boundary, against
-    12-39% on indexes) still holds its words where they belong."""
+    """A table region that is an index's or a contents page's columns the
+    layout model took for one table: a grid that does not fit the lines
+    inside it, many of which (:data:`ENTRY_SHARE`) read as index or
+    contents entries (:func:`~longdoc.layout.contents.entry_share`), or
+    any grid when nearly all of them do (:data:`INDEX_SHARE`: a cell per
+    entry fits, and read row by row it would interleave the columns; a
+    real table's cells hold a term and its number apart, not "lists, 95"
+    in one). A grid that does not fit a real table (a text layer that ran
+    a row's cells into one line: 26-65% of the lines of the dev set's IBM
+    tables straddle a column boundary, against 12-39% on indexes) still
+    holds its words where they belong."""
     if region.kind is not RegionKind.TABLE or not region.cells or not inside:
         return False
+    share = entry_share(inside)
+    if share >= INDEX_SHARE:
+        return True
     if grid_fit(region.cells, inside, h).trusted():
         return False
-    return entry_share(inside) >= ENTRY_SHARE
+    return share >= ENTRY_SHARE
 
 
 _CAPTION = re.compile(

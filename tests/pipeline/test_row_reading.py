@@ -102,10 +102,8 @@ def test_an_index_of_single_references_the_model_takes_for_a_table_is_read_colum
         ((_, regions),) = ocr_pipeline.region_detector().analyze([image])
     assert "table" in {r.kind.value for r in regions}, regions  # the premise
     result = ocr_pipeline.parse(page.pdf_path, tmp_path / "out", SCAN)
-    if [b for p in load_doc(result).pages for b in p.blocks if b.kind is BlockKind.TABLE]:
-        # the structure model's grid fits the entries (a cell each), so the
-        # table is trusted and its entries never counted
-        # (floats._misfit looks at entry_share only for a grid that does not fit)
-        pytest.xfail("an index whose table grid fits its entries is read as a table, row by row")
+    # the structure model's grid fits the entries (a cell each): the entries
+    # themselves say it is an index (floats.INDEX_SHARE), not a table
+    assert not [b for p in load_doc(result).pages for b in p.blocks if b.kind is BlockKind.TABLE]
     missing = _in_order(nospace(txt(result)), [nospace(e) for e in page.entries])
     assert len(missing) <= 0.1 * len(page.entries), missing
