@@ -41,6 +41,8 @@ import numpy as np
 MIN_GRID = 0.7
 #: pitch searched, in crop heights (a monospace cell is ~0.6 em; the crop is ~1.3 em tall)
 PITCH_RANGE = (0.25, 1.0)
+#: pitches tried are this many cells apart over a line's span (see find_grid)
+GRID_DRIFT = 0.05
 #: fewer glyphs than this cannot tell a grid from chance
 MIN_GLYPHS = 15
 #: a blob centre further than this share of the pitch from its cell's centre is off the
@@ -52,6 +54,9 @@ NEIGHBOUR_LINES = 4.0
 OUTDENT_CELLS = 8
 #: how well a short line's own glyphs must sit on that pitch
 SHORT_GRID = 0.85
+#: a blob at the crop's top or bottom edge that reaches no further into it than this share of its
+#: height is part of the line above or below (a glyph of the line itself reaches the crop's middle)
+EDGE_BAND = 0.25
 #: blobs smaller than this share of the crop height in both directions are specks (a full
 #: stop at 10 pt is ~0.08 of its crop)
 SPECK = 0.06
@@ -64,7 +69,9 @@ class Grid:
 
 
 def glyph_boxes(crop: np.ndarray) -> list[tuple[float, float]]:
-    """(left, right) of the crop's ink blobs, left to right (specks left out)."""
+    """(left, right) of the crop's ink blobs, left to right (specks left
+    out, and the ends of the lines above and below: a blob at the crop's
+    top or bottom edge that stays within :data:`EDGE_BAND` of it)."""
     import cv2
 
     grey = crop if crop.ndim == 2 else cv2.cvtColor(np.ascontiguousarray(crop), cv2.COLOR_RGB2GRAY)
@@ -72,27 +79,49 @@ def glyph_boxes(crop: np.ndarray) -> list[tuple[float, float]]:
     count, _, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
     h = grey.shape[0]
     boxes = [(float(s[0]), float(s[0] + s[2])) for s in stats[1:count]
-             if s[3] >= SPECK * h or s[2] >= SPECK * h]
+             if (s[3] >= SPECK * h or s[2] >= SPECK * h) and not _from_next_line(s[1], s[3], h)]
     return sorted(boxes)
 
 
+def _from_next_line(top: int, height: int, crop_height: int) -> bool:
+    """A blob cut by the crop's top or bottom edge and no deeper into it
+    than :data:`EDGE_BAND`: a descender of the line above or a cap of the
+    line below, which a box drawn a pixel taller takes in (the same line's
+    crop had 10 blobs on one runtime's box and 12 on the other's, and lost
+    its grid)."""
+    band = EDGE_BAND * crop_height
+    return (top <= 0 and top + height <= band) or (top + height >= crop_height and top >= crop_height - band)
+
+
 def find_grid(boxes: list[tuple[float, float]], height: float) -> Grid | None:
-    """The character grid the blobs' centres sit on, or None."""
+    """The character grid the blobs' centres sit on, or None.
+
+    Pitches are tried evenly in frequency (1/pitch), :data:`GRID_DRIFT`
+    cells apart over the line's span, so a line's own pitch is never
+    missed by more than that between two tries, however long the line
+    (even steps of 0.25 px drifted half a cell over a 60-character line:
+    whether a listing's longest line was found depended on where its
+    pitch fell between two steps). The pitch is the largest one at a
+    local maximum of the statistic that reaches 0.85 of the best (``P/2``
+    fits a grid too), taken at that maximum."""
     if len(boxes) < MIN_GLYPHS or height <= 0:
         return None
     xs = np.array([(a + b) / 2 for a, b in boxes])
-    pitches = np.arange(PITCH_RANGE[0] * height, PITCH_RANGE[1] * height, 0.25)
-    if not len(pitches):
+    span = max(float(xs.max() - xs.min()), height)
+    low, high = 1 / (PITCH_RANGE[1] * height), 1 / (PITCH_RANGE[0] * height)
+    freqs = np.arange(low, high, GRID_DRIFT / span)
+    if len(freqs) < 3:
         return None
-    vectors = np.exp(2j * np.pi * xs[None, :] / pitches[:, None]).mean(axis=1)
+    vectors = np.exp(2j * np.pi * xs[None, :] * freqs[:, None]).mean(axis=1)
     strength = np.abs(vectors)
     best = float(strength.max())
     if best < MIN_GRID:
         return None
-    k = int(np.nonzero(strength >= 0.85 * best)[0].max())  # the largest pitch that fits (P/2 fits too)
-    if strength[k] < MIN_GRID:
-        return None
-    pitch = float(pitches[k])
+    inner = np.arange(1, len(freqs) - 1)
+    peaks = inner[(strength[inner] >= strength[inner - 1]) & (strength[inner] >= strength[inner + 1])]
+    strong = [int(k) for k in peaks if strength[k] >= max(MIN_GRID, 0.85 * best)]
+    k = min(strong) if strong else int(strength.argmax())  # the lowest frequency: the largest pitch
+    pitch = float(1 / freqs[k])
     phase = float(np.angle(vectors[k]) / (2 * np.pi) * pitch) % pitch
     return Grid(pitch, phase)
 

@@ -389,7 +389,7 @@ def _lines_by_glyph(image: np.ndarray, quads: list[list[list[float]]], texts: li
     — and its pitch in pixels (None: proportional)."""
     from rapidocr.utils.process_img import get_rotate_crop_image
 
-    crops = [get_rotate_crop_image(image, np.asarray(quad, dtype=np.float32)) for quad in quads]
+    crops = [get_rotate_crop_image(image, _rectangle(quad)) for quad in quads]
     places = [pitch.PlacedLine(left=quad[0][0], cy=(quad[0][1] + quad[3][1]) / 2, height=max(1.0, quad[3][1] - quad[0][1]))
               for quad in quads]
     grids = pitch.page_grids(crops, texts, places)
@@ -410,6 +410,29 @@ def _lines_by_glyph(image: np.ndarray, quads: list[list[list[float]]], texts: li
             text, pitches[i] = pitch.respaced(text, grid), grid.grid.pitch
         out[i] = text
     return out, pitches
+
+
+def _rectangle(quad: list[list[float]]) -> np.ndarray:
+    """The rectangle ``quad`` stands for (same centre, its top edge's
+    direction, its mean width and height), corners in the quad's order.
+    The detector's quads are rectangles rounded to whole pixels of its
+    smaller image: their sides differ by a pixel or two, and cropping such
+    a quad is a perspective warp that stretches one end of a long line
+    against the other (a 60-character code line: 15.3 px a character at
+    its left end, 14.8 at its right, its grid lost), or not, by how the
+    runtime's numbers rounded. A rectangle's crop only turns the line."""
+    q = np.asarray(quad, dtype=np.float64)
+    centre = q.mean(axis=0)
+    along = (q[1] - q[0]) + (q[2] - q[3])
+    norm = float(np.hypot(*along))
+    if norm == 0:
+        return q.astype(np.float32)
+    u = along / norm
+    n = np.array([-u[1], u[0]])
+    width = abs(float(np.dot((q[1] - q[0]) + (q[2] - q[3]), u))) / 2
+    height = abs(float(np.dot((q[3] - q[0]) + (q[2] - q[1]), n))) / 2
+    du, dn = u * width / 2, n * height / 2
+    return np.array([centre - du - dn, centre + du - dn, centre + du + dn, centre - du + dn], dtype=np.float32)
 
 
 def time_roles(candidates: dict[str, dict[str, dict[str, Any]]], owner_pid: int | None = None
