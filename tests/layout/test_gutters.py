@@ -5,11 +5,14 @@ gutter can close up entirely) and sometimes boxes a line of each column as
 one. The layout must still read the columns one after the other.
 """
 
+import json
+from pathlib import Path
+
 import pytest
 from rapidfuzz.distance import Levenshtein
 
 from longdoc.layout import find_furniture, layout_page
-from longdoc.model import BBox, Line
+from longdoc.model import BBox, BlockKind, Line, Page, Region, RegionKind
 
 from .synth import FULL, LEFT, PARAGRAPHS, RIGHT, Column, journal_page, line, page_of, raster
 
@@ -94,3 +97,39 @@ def test_small_table_in_a_page_of_prose_is_left_alone():
     # the prose keeps its paragraphs; the table between them is read row by row (a table of
     # figures, found from its lines' grid: each name with its value)
     assert texts[2:-1] == ["Austria\t8.9\nBelgium\t11.5\nDenmark\t5.8"]
+
+
+#: RapidOCR's lines (ONNX Runtime) of a scanned three-column index page (tests/docgen/manuals.py
+#: index_page, office_scan seed 7): text and box (points); an entry's page numbers are often a box of
+#: their own, and wrapped numbers start under the middle of their entry. The layout model found the
+#: columns a figure (their lines are read as text in columns, INDEX_REGION)
+INDEX_PAGE = Path(__file__).parent / "data" / "index_page_rapidocr.json"
+INDEX_REGION = Region(kind=RegionKind.FIGURE, bbox=BBox(x0=63.0, y0=115.4, x1=531.9, y1=465.3), score=0.86)
+
+
+def _index_page(dx: float) -> Page:
+    """The recorded index page with every box's right edge moved ``dx`` points."""
+    rows = json.loads(INDEX_PAGE.read_text(encoding="utf-8"))
+    return Page(number=1, width=595.28, height=841.89, regions=[INDEX_REGION], lines=[
+        Line(text=text, bbox=BBox(x0=x0, y0=y0, x1=x1 + dx, y1=y1), confidence=0.95, page=1)
+        for text, x0, y0, x1, y1 in rows])
+
+
+@pytest.mark.parametrize("dx", [-1.7, -0.85, 0.0, 0.85, 1.7])
+def test_an_index_is_read_column_by_column_however_its_boxes_end(dx):
+    """The three columns' gaps are the gutters, not the gap between the
+    middle column's entries and their page numbers, which more lines sit
+    on each side of (with 26 entries across it): on the old rule (most
+    lines on the smaller side) that cut won, split the middle column's
+    entries from their numbers and read the page in 21 blocks, or not, as
+    a box's edge moved by a pixel between two runtimes."""
+    rec = _index_page(dx)
+    page = rec.model_copy(update={"blocks": layout_page(rec, find_furniture(rec, [])), "lines": []})
+    kinds = [b.kind for b in page.main_blocks()]
+    assert kinds == [BlockKind.TITLE, BlockKind.LIST]
+    entries = page.main_blocks()[1].text.split("\n")
+    firsts = [e.split(" ")[0] for e in entries]
+    # each column's first entry after the last one of the column before it
+    assert firsts.index("\\@botlist") < firsts.index("\\@dbldeferlist") < firsts.index("\\@midlist") \
+        < firsts.index("\\@tempa")
+    assert "\\@eha .. 412, 565, 711, 861, 869,957" in entries
