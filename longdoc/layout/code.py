@@ -13,6 +13,16 @@ listings among the lines in reading order:
   :data:`DRIFT_PITCHES` of where the listing's rows start (reading order
   keeps columns apart: the next column's first line is above); segments of
   one row (a text layer cuts a line at a wide gap) continue the row;
+- a line the engine gave no pitch still belongs to a listing (the grid of
+  a short or noisy line is found or not by a few pixels of its box, which
+  two runtimes draw differently): a segment of at most
+  :data:`SHORT_SEGMENT` characters (a line number, a brace) on the same
+  row as a pitch line next to it in reading order takes that line's pitch;
+  and a row of such lines between two rows of one listing, within its
+  drift and with no blank line above it or none below it, is part of it
+  when it holds a code symbol or is a bare number and does not read as
+  prose (:func:`_reads_as_prose`). A listing's first or last row without a
+  pitch is still left out;
 - a listing of two rows or more is code; a single row is code when it
   stands apart (no text line within a paragraph gap above or below it), or
   when it is indented from the text line right above it (and from the one
@@ -41,6 +51,7 @@ the spaces inside a line by its grid already).
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Sequence
 
@@ -56,6 +67,12 @@ BLANK_LINES = 2
 #: a listing's next row starts at most this many pitches left of its
 #: leftmost row or right of its most indented one
 DRIFT_PITCHES = 16
+#: a segment of at most this many characters on a pitch line's row takes its pitch (a line number)
+SHORT_SEGMENT = 4
+#: a row with at least this many plain words, half of its words or more, reads as prose ...
+PROSE_WORDS = 3
+#: ... unless this share of its characters or more are code symbols
+PROSE_SYMBOLS = 0.1
 #: a lone code line holds at least this many characters
 MIN_LONE_CHARS = 3
 #: a lone line is indented when it starts this many pitches right of its neighbour
@@ -67,6 +84,10 @@ TYPEWRITTEN_LINES = 6
 #: …looks like code: at least this share of its characters are code symbols
 CODE_SYMBOLS = 0.04
 _SYMBOLS = frozenset("{}[];=<>#*/\\|&$_~^@%")
+#: how comments start (C, C++, shell, Python, TeX, SQL, Lisp)
+_COMMENTS = ("/*", "*", "//", "#", "%", "--", ";")
+#: a plain word: letters only (two or more), maybe ending a clause
+_WORD = re.compile(r"[A-Za-z][a-z]+[,.;:]?")
 
 
 def take_listings(ordered: Sequence[LineBox], m: Metrics) -> list[list[LineBox] | Draft]:
@@ -77,9 +98,11 @@ def take_listings(ordered: Sequence[LineBox], m: Metrics) -> list[list[LineBox] 
     (``[]`` for no lines)."""
     pieces: list[list[LineBox] | Draft] = []
     prose: list[LineBox] = []
+    pitches = _pitches(ordered)
     step = _line_step(ordered, m)
-    for run in _runs(ordered, m, step):
-        if _is_code(run, ordered, m):
+    first = {id(l): p for l, p in zip(ordered, pitches)}
+    for run in _runs(ordered, m, step, pitches):
+        if _is_code(run, ordered, m, first[id(run[0])]):
             if prose:
                 pieces.append(prose)
                 prose = []
@@ -103,7 +126,7 @@ def code_text(lines: Sequence[LineBox], step: float) -> str:
     """The listing's text (see the module docstring): ``lines`` in order,
     rows joined by ``\\n``; ``step`` is the listing's line pitch (points,
     centre to centre), which tells blank lines."""
-    pitch = statistics.median(l.line.pitch or 0.0 for l in lines) or 1.0
+    pitch = statistics.median([l.line.pitch for l in lines if l.line.pitch] or [1.0])
     left = min(l.x0 for l in lines)
     rows: list[str] = []
     prev: LineBox | None = None
@@ -120,41 +143,118 @@ def code_text(lines: Sequence[LineBox], step: float) -> str:
     return "\n".join(rows)
 
 
-def _runs(ordered: Sequence[LineBox], m: Metrics, step: float) -> list[list[LineBox]]:
+def _pitches(ordered: Sequence[LineBox]) -> list[float | None]:
+    """Each line's pitch (by position in ``ordered``): its own, or for a
+    segment of at most :data:`SHORT_SEGMENT` characters on the row of a
+    pitch line next to it in reading order, that line's (a listing's line
+    numbers are set in another type, or have too few glyphs for a grid)."""
+    out: list[float | None] = [l.line.pitch for l in ordered]
+    for k, l in enumerate(ordered):
+        if out[k] is None and len("".join(l.text.split())) <= SHORT_SEGMENT:
+            for j in (k + 1, k - 1):
+                if 0 <= j < len(ordered) and ordered[j].line.pitch and same_row(ordered[j], l):
+                    out[k] = ordered[j].line.pitch
+                    break
+    return out
+
+
+def _runs(ordered: Sequence[LineBox], m: Metrics, step: float, pitches: list[float | None]) -> list[list[LineBox]]:
     """``ordered`` cut into candidate listings (runs of pitch lines that
-    continue each other) and single other lines."""
+    continue each other, with the rows they bridge: :func:`_bridge`) and
+    single other lines."""
     if _typewritten(ordered):
         return [[l] for l in ordered]
     runs: list[list[LineBox]] = []
-    for l in ordered:
-        if runs and _candidate(runs[-1][-1], m) and _candidate(l, m) and _continues(runs[-1], l, step):
+    run_pitches: list[float] = []  # the pitches of the last run's pitch lines
+    k = 0
+    while k < len(ordered):
+        l, pitch = ordered[k], pitches[k]
+        listing = bool(runs) and bool(run_pitches)
+        if listing and _candidate(pitch, l, m) and _continues(runs[-1], run_pitches, l, pitch, step):
             runs[-1].append(l)
-        else:
-            runs.append([l])
+            run_pitches.append(pitch)  # type: ignore[arg-type]
+            k += 1
+            continue
+        row = _bridge(runs[-1], run_pitches, ordered, pitches, k, m, step) if listing else 0
+        if row:
+            runs[-1].extend(ordered[k:k + row])
+            k += row
+            continue
+        runs.append([l])
+        run_pitches = [pitch] if _candidate(pitch, l, m) else []  # type: ignore[list-item]
+        k += 1
     return runs
 
 
-def _candidate(l: LineBox, m: Metrics) -> bool:
-    return l.line.pitch is not None and not m.tall(l)
+def _candidate(pitch: float | None, l: LineBox, m: Metrics) -> bool:
+    return pitch is not None and not m.tall(l)
 
 
-def _continues(run: list[LineBox], l: LineBox, step: float) -> bool:
+def _continues(run: list[LineBox], run_pitches: list[float], l: LineBox, pitch: float | None, step: float,
+               *, blank_lines: int = BLANK_LINES) -> bool:
     """``l`` is the listing's next segment on the same row, or its next row
-    down, at most BLANK_LINES blank lines below, starting within
+    down, at most ``blank_lines`` blank lines below, starting within
     DRIFT_PITCHES of where the listing's rows start."""
     last = run[-1]
-    pitch = shared_pitch(statistics.median(r.line.pitch or 0.0 for r in run), l.line.pitch)
-    if pitch is None:
+    shared = shared_pitch(statistics.median(run_pitches), pitch)
+    if shared is None:
         return False
     if same_row(last, l):
-        return l.x0 >= last.x1 - 0.5 * pitch
-    drift = DRIFT_PITCHES * pitch
-    below = 0 < l.cy - last.cy <= (BLANK_LINES + 1.4) * step
+        return l.x0 >= last.x1 - 0.5 * shared
+    drift = DRIFT_PITCHES * shared
+    below = 0 < l.cy - last.cy <= (blank_lines + 1.4) * step
     return below and min(r.x0 for r in run) - drift <= l.x0 <= max(r.x0 for r in run) + drift
 
 
-def _is_code(run: list[LineBox], ordered: Sequence[LineBox], m: Metrics) -> bool:
-    if not _candidate(run[0], m):
+def _bridge(run: list[LineBox], run_pitches: list[float], ordered: Sequence[LineBox], pitches: list[float | None],
+            k: int, m: Metrics, step: float) -> int:
+    """How many lines from ``ordered[k]`` on (its row: it and the segments
+    of its row after it) the listing ``run`` takes in although the row's
+    first line has no pitch: the row is the listing's next one, not
+    heading-tall, holds a code symbol or is a bare number and does not read
+    as prose, and the line after it continues the listing (a pitch line on
+    the next row down), with no blank line above the row or none below it
+    (a line set apart on both sides between two listings is not theirs).
+    0 otherwise."""
+    row = [ordered[k]]
+    while k + len(row) < len(ordered) and same_row(ordered[k + len(row)], ordered[k]):
+        row.append(ordered[k + len(row)])
+    if pitches[k] is not None or any(m.tall(l) for l in row):
+        return 0
+    text = " ".join(l.text.strip() for l in row)
+    code_like = any(ch in _SYMBOLS for ch in text) or text.replace(" ", "").isdigit()
+    if not code_like or _reads_as_prose(text):
+        return 0
+    after = k + len(row)
+    if after >= len(ordered) or not _candidate(pitches[after], ordered[after], m):
+        return 0
+    pitch, nxt = statistics.median(run_pitches), ordered[after]
+    into = _continues(run, run_pitches, row[0], pitch, step)
+    out = not same_row(nxt, row[0]) and _continues([*run, *row], run_pitches, nxt, pitches[after], step)
+    tight = (_continues(run, run_pitches, row[0], pitch, step, blank_lines=0)
+             or _continues([*run, *row], run_pitches, nxt, pitches[after], step, blank_lines=0))
+    return len(row) if into and out and tight else 0
+
+
+def _reads_as_prose(text: str) -> bool:
+    """At least :data:`PROSE_WORDS` plain words, and they are half of its
+    words or more ("Call \\@BTswitch at end of macro"; not "return -1;",
+    "} else {", "%\\ENDIF\\ENDIF"); a comment ("* - each point is drawn
+    once", :data:`_COMMENTS`) or a row whose characters are
+    :data:`PROSE_SYMBOLS` code symbols or more ("return -1; /* give up */")
+    never does. (A row that starts with a TeX macro may: "\\LT@xtabularcr
+    This just looks for an optional argument.")"""
+    chars = "".join(text.split())
+    if not chars or chars.startswith(_COMMENTS) or sum(ch in _SYMBOLS for ch in chars) >= PROSE_SYMBOLS * len(chars):
+        return False
+    words = text.split()
+    plain = sum(1 for w in words if _WORD.fullmatch(w))
+    return plain >= PROSE_WORDS and 2 * plain >= len(words)
+
+
+def _is_code(run: list[LineBox], ordered: Sequence[LineBox], m: Metrics, pitch: float | None) -> bool:
+    """``run`` (from :func:`_runs`; ``pitch``: its first line's) is a listing."""
+    if not _candidate(pitch, run[0], m):
         return False
     if any(not same_row(run[0], l) for l in run[1:]):
         return True
@@ -162,14 +262,14 @@ def _is_code(run: list[LineBox], ordered: Sequence[LineBox], m: Metrics) -> bool
         return False
     row = LineBox(run[0].idx, run[0].line, min(l.x0 for l in run), min(l.y0 for l in run),
                   max(l.x1 for l in run), max(l.y1 for l in run))
-    return _stands_apart(row, ordered, m)
+    return _stands_apart(row, pitch, ordered, m)  # type: ignore[arg-type]  (a candidate has one)
 
 
-def _stands_apart(row: LineBox, ordered: Sequence[LineBox], m: Metrics) -> bool:
-    """A lone row is set apart: no close text line above or below it, or it
+def _stands_apart(row: LineBox, pitch: float, ordered: Sequence[LineBox], m: Metrics) -> bool:
+    """A lone row (of ``pitch``) is set apart: no close text line above or below it, or it
     is indented from the close line above it (and from the close one below)."""
     above, below = _close_neighbour(row, ordered, m, -1), _close_neighbour(row, ordered, m, +1)
-    indent = INDENT_PITCHES * (row.line.pitch or 0.0)
+    indent = INDENT_PITCHES * pitch
     if above is None:
         return below is None
     return row.x0 >= above.x0 + indent and (below is None or row.x0 >= below.x0 + indent)

@@ -206,3 +206,56 @@ def test_a_tex_manual_listing_in_cmtt_is_code_and_its_prose_is_not():
     assert "\\documentclass[verbose=false,name=me]{myclass}\n\\usepackage[format=print]{mylayout}" in code
     prose = [b.text for b in blocks if b.kind is BlockKind.PARAGRAPH]
     assert any("\\ProcessOptionsWithKV is often copied" in t for t in prose)   # inline CMTT stays in its paragraph
+
+
+def _scanned_listing(without_pitch: set[int]) -> Page:
+    from .test_page import SCANNED_LISTING
+
+    return page_of([Line(text=text, bbox=BBox(x0=x0, y0=y0, x1=x1, y1=y1), confidence=0.95, page=1,
+                         pitch=None if k in without_pitch else pitch)
+                    for k, (text, x0, y0, x1, y1, pitch) in enumerate(SCANNED_LISTING)], 1,
+                   width=595.28, height=841.89)
+
+
+#: the rows inside the recorded scanned listing (tests/layout/test_page.py SCANNED_LISTING: 4-17 are its
+#: lines; 4 and 17, its first and last, are not between two of its rows)
+INNER_ROWS = range(5, 17)
+
+
+@pytest.mark.parametrize("row", INNER_ROWS)
+def test_a_listing_line_the_engine_gave_no_pitch_stays_in_its_listing(row):
+    """Whether a short line's glyphs show the grid is decided by a few
+    pixels of its box: ``return -1;`` had a pitch on one runtime's boxes
+    and none on the other's, and the listing came out as one CODE block or
+    as three blocks with a paragraph between. A row without a pitch between
+    two rows of a listing, at its pitch and indentation, that looks like
+    code (a code symbol, no run of plain words), is part of it."""
+    rec = _scanned_listing({row})
+    blocks = [b for b in layout_page(rec, find_furniture(rec, [])) if b.kind is not BlockKind.PAGE_NUMBER]
+    assert [b.kind for b in blocks] == [BlockKind.HEADING, BlockKind.PARAGRAPH, BlockKind.CODE, BlockKind.PARAGRAPH]
+    assert len(blocks[2].lines) == 14
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_line_numbers_boxed_apart_from_their_code_stay_with_it(seed):
+    """A listing's line numbers set in another type (a .dtx's), each a
+    box of its own beside its code line: the engine finds a grid on one of
+    those two-digit boxes or not by chance (``62`` had one on one runtime's
+    boxes and not on the other's), and a number without one cut the
+    listing. A segment of a few characters on a code line's row takes its
+    pitch."""
+    import random
+
+    rng = random.Random(seed)
+    col = Column(FULL, 90.0)
+    col.paragraph(BEFORE)
+    code = code_lines(LISTING.replace("\n\n", "\n"), FULL[0] + 30.0, col.y + 8.0)
+    numbers = [Line(text=str(60 + k), bbox=BBox(x0=FULL[0], y0=c.bbox.y0, x1=FULL[0] + 10.0, y1=c.bbox.y1),
+                    confidence=0.9, page=1, pitch=MONO if rng.random() < 0.3 else None)
+               for k, c in enumerate(code)]
+    col.y = code[-1].bbox.y0 + PITCH + 8.0
+    col.paragraph(AFTER)
+    blocks = _blocks(col.lines + code + numbers, seed=seed)
+    assert [b.kind for b in blocks] == [BlockKind.PARAGRAPH, BlockKind.CODE, BlockKind.PARAGRAPH]
+    assert blocks[1].text.split("\n")[0].split() == ["60", "int", "main(int", "argc,", "char", "**argv)"]
+    assert len(blocks[1].lines) == 2 * len(code)
