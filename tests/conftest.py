@@ -126,6 +126,7 @@ SLOW_FILES = (   # seconds each took in a full run (3 workers on 2 cores), 2026-
     "tests/engines/test_rapidocr_engine.py",       # 42
     "tests/eval/test_devset.py",                   # 41
     "tests/pipeline/test_row_reading.py",          # ~40 estimated (25 alone, 12-07)
+    "tests/pipeline/test_one_reading.py",          # ~40 estimated (37 alone beside a benchmark, 12-07)
     "tests/pipeline/test_resume.py",               # 37
     "tests/bench/test_gpu_check.py",               # 35
     "tests/service/test_native_engine.py",         # 32
@@ -166,7 +167,8 @@ MODEL_FILES = (
     "tests/layout/test_real_ocr.py",
     "tests/pipeline/test_code_scans.py", "tests/pipeline/test_continued.py", "tests/pipeline/test_grid_tables.py",
     "tests/pipeline/test_hostile.py",
-    "tests/pipeline/test_manuals.py", "tests/pipeline/test_reading_quality.py", "tests/pipeline/test_resume.py",
+    "tests/pipeline/test_manuals.py", "tests/pipeline/test_one_reading.py", "tests/pipeline/test_reading_quality.py",
+    "tests/pipeline/test_resume.py",
     "tests/pipeline/test_row_reading.py",
     "tests/pipeline/test_scans.py", "tests/pipeline/test_textlayer.py",
     "tests/storage/test_checkpoint.py", "tests/test_cli.py",
