@@ -199,6 +199,44 @@ def _leaders(page: _Page, start: float, stop: float, baseline: float, kind: str)
     return text
 
 
+#: a Chinese manual's contents (number, title, page), as ctex-style documents set them
+CONTENTS_ZH = [
+    ("1", "什么是 TeX？", "3"),
+    ("2", "哪里可以下载中文套装软件？", "7"),
+    ("3", "如何升级现有的发行版？", "8"),
+    ("4", "我下载了一些新的宏包，该如何安装？", "8"),
+    ("5", "基本版和完整版有什么区别？", "9"),
+    ("6", "我是新手，该如何开始？", "9"),
+    ("7", "能否举一个简单的排版例子？", "10"),
+    ("8", "什么是导言区？", "10"),
+    ("9", "什么是文件名数据库？怎么刷新？", "11"),
+    ("10", "中英文混排时为何无法正确分行？", "13"),
+    ("11", "如何生成支持拷贝粘贴的文件？", "14"),
+    ("12", "如何设置双倍的行间距？", "15"),
+]
+ENTRY_ZH = Style("cjk", 10.5, 17.0)
+
+
+def contents_page_zh(tmp_dir: str | Path) -> ManualPage:
+    """One A4 page: "目录" over :data:`CONTENTS_ZH`, each entry a number, a
+    Chinese title, spaced leader dots in the Latin font on TeX's grid and
+    the page number at the right edge: ``contents-zh.pdf``. Truth:
+    ``entries`` as printed, with as many dots as drawn."""
+    page = _Page(("sans", "sansbold", "cjk"))
+    page.text(MARGIN, 110, "目录", Style("cjk", 17, 24))
+    y = 150.0
+    entries = []
+    for number, title, folio in CONTENTS_ZH:
+        page.text(MARGIN, y, number, ENTRY)
+        end = page.text(MARGIN + 22, y, title, ENTRY_ZH)
+        folio_x = RIGHT - page.width(folio, ENTRY)
+        dots = _leaders(page, end, folio_x, y, "spaced")
+        page.text(folio_x, y, folio, ENTRY)
+        entries.append(f"{number} {title} {dots} {folio}")
+        y += ENTRY_ZH.leading
+    return ManualPage(page.save(Path(tmp_dir) / "contents-zh.pdf"), page.printed(), entries=entries)
+
+
 # --- index ------------------------------------------------------------------------------
 
 INDEX = Style("sans", 8.5, 11.0)

@@ -179,13 +179,18 @@ def _with_rule(image: np.ndarray, boxes: list[tuple[int, int, int, int]], i: int
 def _with_leaders(image: np.ndarray, boxes: list[tuple[int, int, int, int]], i: int,
                   text: str) -> tuple[str, float] | None:
     """``text`` with the leader dots after its words as printed, and the
-    right edge (image pixels) of the last dot; ``None`` when line ``i`` has
-    no leaders to recount (see the module docstring): the row is looked at
-    only when dots lie at its box's right edge."""
+    right edge (image pixels) of the last dot (of the box, when the page
+    number is in it); ``None`` when line ``i`` has no leaders to recount (see the module docstring): the row is looked at
+    only when dots lie at its box's right edge, or (:func:`_inner_leaders`)
+    when its text ends with a page number boxed with it."""
     x0, y0, x1, y1 = boxes[i]
     height = y1 - y0
-    if height < 4 or not text.strip() or _mostly_full_width(text):
-        return None  # CJK text: its strokes hold dot-sized marks, and its contents pages use other leaders
+    if height < 4 or not text.strip():
+        return None
+    cjk = _mostly_full_width(text)
+    inner = _inner_leaders(image, boxes[i], text, cjk)
+    if inner is not None:
+        return inner, float(x1)
     tail = TRAILING_DOTS.search(text)
     right = _right_limit(image, boxes, i)
     own = image[y0:y1, x0:x1]
@@ -198,10 +203,56 @@ def _with_leaders(image: np.ndarray, boxes: list[tuple[int, int, int, int]], i: 
                    key=lambda m: abs(m.x - edge))
     chain = max((_dot_chain(marks, seed, height) for seed in seeds[:SEEDS]), key=len, default=[])
     read = tail.group().count(".") + tail.group().count("·") if tail else 0
-    if len(chain) < max(MIN_LEADER_DOTS, read):
+    if len(chain) < max(MIN_LEADER_DOTS, read) or (cjk and not _on_baseline(chain, height)):
         return None
     words = text[:tail.start()].rstrip() if tail else text.rstrip()
     return _leader_text(words, chain, marks), float(x0 + chain[-1].x + chain[-1].w)
+
+
+#: a line's text ending with a page number (arabic or roman), leader dots read before it or not
+_ENDS_WITH_NUMBER = re.compile(r"(?<=[^\s.·])(?:\s*[.·])*\s*(\d{1,4}|[ivxlc]{1,6})\s*$")
+#: leaders of CJK contents lines sit on the baseline, well below a CJK
+#: ellipsis's centred dots: a dot's bottom at least this share down the box
+CJK_LEADER_LEVEL = 0.7
+
+
+def _on_baseline(chain: list[Mark], height: int) -> bool:
+    return all(m.y + m.h >= CJK_LEADER_LEVEL * height for m in chain)
+
+
+def _inner_leaders(image: np.ndarray, box: tuple[int, int, int, int], text: str, cjk: bool) -> str | None:
+    """``text`` with the leaders inside its own box: a contents line the
+    detector boxed whole, words, leaders and page number, whose leaders the
+    recognizer read short or not at all (``12 哪里可以下载CTEX中文套装软件？7``).
+    The dots are counted where they stand: a chain of
+    :data:`MIN_LEADER_DOTS` or more ending just before the page number's
+    ink, after the words' ink. ``None`` when the text does not end with a
+    number or no such chain is there."""
+    number = _ENDS_WITH_NUMBER.search(text)
+    if number is None:
+        return None
+    x0, y0, x1, y1 = box
+    height = y1 - y0
+    own = image[y0:y1, x0:x1]
+    marks = [m for m in _marks(own, own, height, DOT_SPECK, stacked=False)]
+    if len(marks) < MIN_LEADER_DOTS + 2:
+        return None
+    k = len(marks)
+    while k > 0 and not _dot(marks[k - 1], height):  # the number's ink, from the right
+        k -= 1
+    if k == len(marks) or k == 0 or marks[-1].x - marks[k].x > 3 * height:
+        return None  # no dot before ink at the box's end, or that ink too wide for a page number
+    start = marks[k].x
+    seed = marks[k - 1]
+    if start - (seed.x + seed.w) > 2 * height:
+        return None
+    chain = _dot_chain(marks, seed, height)
+    if len(chain) < MIN_LEADER_DOTS or chain[-1] is not seed or (cjk and not _on_baseline(chain, height)):
+        return None
+    if not any(not _dot(m, height) and m.x + m.w <= chain[0].x for m in marks):
+        return None  # no words before the dots
+    words = text[:number.start()].rstrip()
+    return f"{_leader_text(words, chain, marks)} {number.group(1)}"
 
 
 def _without_invented_dots(image: np.ndarray, boxes: list[tuple[int, int, int, int]], i: int,
