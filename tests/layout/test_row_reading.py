@@ -1,7 +1,9 @@
 """What is read row by row and what column by column, on synthetic pages:
 a running head and the page number on its row (whatever the scan's skew),
 an option list (flags beside their descriptions), an index of ``term, 95``
-entries the layout model took for a table (read column by column)."""
+entries the layout model took for a table (read column by column), labels
+on the right of the rows they label (a display's equation numbers, a price
+list's prices) each read after its row."""
 
 from __future__ import annotations
 
@@ -157,3 +159,100 @@ def test_a_sidebar_of_short_lines_beside_a_paragraph_is_not_read_into_it(side):
     blocks = layout_page(page_of(raster([*top.lines, *bar, *col.lines, *bottom.lines])), {})
     texts = [" ".join(b.text.split()) for b in sorted(blocks, key=lambda b: b.order)]
     assert text in texts, texts
+
+
+# --- labels on the right: equation numbers, prices --------------------------------------
+
+
+def _in_order(text: str, phrases: list[str]) -> list[str]:
+    """The phrases not found in ``text`` after the one found before."""
+    missing, at = [], 0
+    for phrase in phrases:
+        found = text.find(phrase, at)
+        if found < 0:
+            missing.append(phrase)
+        else:
+            at = found + len(phrase)
+    return missing
+
+
+def _rows_page(rows: list[tuple[str, str]], *, left: float | None, right: float = 540.0, jot: float = 0.0):
+    """A paragraph, then ``rows`` of (text, label): each text at ``left``
+    (centred on the text width when None), its label flush with ``right``
+    on the same row, rows ``PITCH + jot`` apart, then a paragraph."""
+    col = Column(FULL, 90.0)
+    col.paragraph(PARAGRAPHS[0])
+    y = col.y + 8.0
+    lines = []
+    for text, label in rows:
+        x = left if left is not None else (FULL[0] + FULL[1] - CHAR_W * len(text)) / 2
+        lines += [line(text, x, y), line(label, right - CHAR_W * len(label), y)]
+        y += PITCH + jot
+    col.y = y + 8.0
+    col.paragraph(PARAGRAPHS[1])
+    return page_of(raster([*col.lines, *lines]))
+
+
+def _read(page) -> str:
+    blocks = sorted(layout_page(page, {}), key=lambda b: b.order)
+    assert blocks[0].text.startswith("Alpha paragraph") and blocks[-1].text.startswith("Bravo paragraph")
+    return " ".join(" ".join(b.text for b in blocks).split())
+
+
+#: a display solving a system step by step (lines of differing widths), numbered
+#: as in chapter 12: the numbers' column is wider than three line heights, a
+#: column of its own (narrower, it is fused with the equations' and read row by
+#: row in any case: the second case)
+DISPLAY = ["x + y + z = 12", "x - y = 4", "z = 2", "2x + y - z = 14"]
+WIDE_NUMBERS = ["(12.10)", "(12.11)", "(12.12)", "(12.13)"]
+#: equations of about one width (each within LABEL_FULL_SHARE of the widest)
+EVEN_DISPLAY = ["a + b = c", "d - e = f", "g = h"]
+
+
+@pytest.mark.parametrize("equations, numbers", [
+    (DISPLAY, WIDE_NUMBERS),
+    (EVEN_DISPLAY, ["(1)", "(2)", "(3)"]),
+    pytest.param(EVEN_DISPLAY, WIDE_NUMBERS[:3], marks=pytest.mark.xfail(strict=True, reason=(
+        "order._runs_across: centred equations of about one width each read as a full line of text running "
+        "on across the numbers' rows (as a paragraph beside a sidebar), so the numbers are read after all "
+        "the equations"))),
+], ids=["wide numbers", "narrow numbers", "wide numbers, even equations"])
+def test_a_numbered_display_is_read_each_equation_before_its_number(equations, numbers):
+    """A paragraph, a display of centred equations each numbered at the
+    right margin, a paragraph: each number right after its equation (not
+    all the equations, then "(12.10) (12.11) ...")."""
+    rows = list(zip(equations, numbers))
+    flat = _read(_rows_page(rows, left=None, jot=3.0))
+    missing = _in_order(flat, [f"{eq} {number}" for eq, number in rows])
+    assert not missing, (missing, flat)
+
+
+#: a menu: dishes at the left margin, prices flush right (not amounts a
+#: grid table takes: ``_NUMBER`` has no currency after the figure)
+MENU = [("Tomato soup with bread", "6,50 €"), ("Green salad", "5,80 €"), ("Grilled trout with potatoes", "18,40 €"),
+        ("Mushroom risotto", "14,90 €"), ("Roast chicken, vegetables", "16,20 €"), ("Apple pie", "5,50 €"),
+        ("Cheese plate", "9,80 €")]
+#: dishes of about one length (each within LABEL_FULL_SHARE of the longest)
+EVEN_MENU = [("Tomato soup with bread", "6,50 €"), ("Green salad with cheese", "5,80 €"),
+             ("Grilled trout, potatoes", "18,40 €"), ("Mushroom risotto, herbs", "14,90 €"),
+             ("Roast chicken, vegetables", "16,20 €"), ("Apple pie with cream", "5,50 €"),
+             ("Cheese plate and grapes", "9,80 €")]
+#: short dish names: the prices are wider than half the dishes' column
+SHORT_MENU = [("Espresso", "2.80 EUR"), ("Cappuccino", "3.40 EUR"), ("Flat white", "3.20 EUR"),
+              ("Hot chocolate", "3.90 EUR"), ("Green tea", "2.60 EUR"), ("Croissant", "2.20 EUR")]
+
+
+@pytest.mark.parametrize("rows", [
+    MENU,
+    [(dish, "$" + price.rstrip(" €").replace(",", ".")) for dish, price in MENU],  # a grid table: row by row too
+    pytest.param(EVEN_MENU, marks=pytest.mark.xfail(strict=True, reason=(
+        "order._runs_across: dishes of about one length each read as a full line of text running on across "
+        "the prices' rows, so all the prices are read after all the dishes"))),
+    pytest.param(SHORT_MENU, marks=pytest.mark.xfail(strict=True, reason=(
+        "order._labels_of: the prices are wider than LABEL_WIDTH_SHARE of the dishes' column, so they are "
+        "no labels and are read after all the dishes (each price a block of its own)"))),
+], ids=["euro", "dollar", "even dishes", "short dishes"])
+def test_a_price_list_is_read_each_item_before_its_price(rows):
+    flat = _read(_rows_page(rows, left=72.0))
+    missing = _in_order(flat, [f"{item} {price}" for item, price in rows])
+    assert not missing, (missing, flat)
