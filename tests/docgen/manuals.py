@@ -1,5 +1,6 @@
 """Generated pages of the kinds real manuals hold: a contents page, a
-multi-column index, a figure with labels, running heads of old books.
+multi-column index, a figure with labels, running heads of old books, a
+numbered display of equations, a price list.
 
 Each generator writes a one-page born-digital PDF (A4; an old book's page
 is 5.5 x 8.5 in) into ``tmp_dir`` and returns a :class:`ManualPage`: the file and what a reader sees on it,
@@ -29,6 +30,11 @@ old_book_page          one page of an old book, set close: a running head
                        holding the page number beside the title (``400
                        BRITISH HUSBANDRY. [Ch. XIX.``) and / or a lone
                        folio one blank line under the text
+equations_page         a paragraph, a display of centred equations (plain
+                       text: ``x - y = 4``), each numbered ``(3.2)`` flush
+                       with the right margin, a paragraph
+price_list_page        a paragraph, items at the left margin each with its
+                       price (``5.50 EUR``) flush right, a paragraph
 =====================  ======================================================
 """
 
@@ -571,3 +577,88 @@ def options_page(tmp_dir: str | Path, *, seed: int = 0) -> ManualPage:
             page.text(MARGIN, y, " ".join(row), ENTRY)
             y += ENTRY.leading
     return ManualPage(page.save(Path(tmp_dir) / "options.pdf"), page.printed(), entries=entries, body=body)
+
+
+# --- a numbered display: equations with their numbers at the right margin --------------------
+
+#: a display's lines, solved step by step: each line's width differs
+EQUATIONS = ["x + y + z = 12", "x - y = 4", "z = 2", "2x + y - z = 14"]
+DISPLAY = Style("sans", 10.5, 14.5)
+#: extra room between a display's lines (TeX's \jot) and around the display
+JOT = 3.0
+DISPLAY_SKIP = 10.0
+
+
+def equations_page(tmp_dir: str | Path, *, seed: int = 0, equations: list[str] | None = None,
+                   numbers: list[str] | None = None) -> ManualPage:
+    """One A4 page: a paragraph, a display of ``equations`` (default
+    :data:`EQUATIONS`, plain text a recognizer reads: ``x - y = 4``) each
+    centred on the text width with its number flush with the right margin
+    (default ``(3.1)``, ``(3.2)``, …), a paragraph (sans 10.5 pt
+    throughout): ``equations.pdf``.
+
+    Truth: ``entries``: each equation and its number as one string
+    (``"x - y = 4 (3.2)"``); ``body``: each paragraph's first five words.
+    """
+    equations = list(EQUATIONS if equations is None else equations)
+    numbers = list(numbers or [f"(3.{k + 1})" for k in range(len(equations))])
+    prose = EnglishProse(seed + 1010)
+    page = _Page()
+    width = RIGHT - MARGIN
+    y = 110.0
+    body, entries = [], []
+    for above in (True, False):
+        if not above:
+            y += DISPLAY_SKIP
+            for equation, number in zip(equations, numbers):
+                page.text(MARGIN + (width - page.width(equation, DISPLAY)) / 2, y, equation, DISPLAY)
+                page.text(RIGHT - page.width(number, DISPLAY), y, number, DISPLAY)
+                entries.append(f"{equation} {number}")
+                y += DISPLAY.leading + JOT
+            y += DISPLAY_SKIP
+        rows = wrap_words(page.canvas, " ".join(prose.sentences(4)).split(), BODY, width)
+        body.append(" ".join(rows[0][:5]))
+        for row in rows:
+            page.text(MARGIN, y, " ".join(row), BODY)
+            y += BODY.leading
+    return ManualPage(page.save(Path(tmp_dir) / "equations.pdf"), page.printed(), entries=entries, body=body)
+
+
+# --- a price list: items at the left, prices flush right ---------------------------------------
+
+#: (item, price): items of differing lengths, prices with the currency after them
+PRICES = [("Tomato soup with bread", "6.50 EUR"), ("Green salad", "5.80 EUR"),
+          ("Grilled trout with potatoes", "18.40 EUR"), ("Mushroom risotto", "14.90 EUR"),
+          ("Roast chicken, vegetables", "16.20 EUR"), ("Apple pie", "5.50 EUR"), ("Cheese plate", "9.80 EUR")]
+
+
+def price_list_page(tmp_dir: str | Path, *, seed: int = 0, rows: list[tuple[str, str]] | None = None) -> ManualPage:
+    """One A4 page: a paragraph, ``rows`` (default :data:`PRICES`): each
+    item at the left margin, its price flush with the right margin on the
+    item's baseline, a paragraph (sans 10.5 pt throughout):
+    ``prices.pdf``.
+
+    Truth: ``entries``: each item and its price as one string
+    (``"Apple pie 5.50 EUR"``); ``body``: each paragraph's first five words.
+    """
+    rows = list(PRICES if rows is None else rows)
+    prose = EnglishProse(seed + 1111)
+    page = _Page()
+    width = RIGHT - MARGIN
+    y = 110.0
+    body, entries = [], []
+    for above in (True, False):
+        if not above:
+            y += 0.5 * ENTRY.leading
+            for item, price in rows:
+                page.text(MARGIN, y, item, ENTRY)
+                page.text(RIGHT - page.width(price, ENTRY), y, price, ENTRY)
+                entries.append(f"{item} {price}")
+                y += ENTRY.leading
+            y += ENTRY.leading
+        lines = wrap_words(page.canvas, " ".join(prose.sentences(4)).split(), BODY, width)
+        body.append(" ".join(lines[0][:5]))
+        for row in lines:
+            page.text(MARGIN, y, " ".join(row), BODY)
+            y += BODY.leading
+    return ManualPage(page.save(Path(tmp_dir) / "prices.pdf"), page.printed(), entries=entries, body=body)

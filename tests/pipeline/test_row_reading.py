@@ -3,7 +3,8 @@ scanned as an office scanner would (200 dpi, skewed, JPEG), through the
 real pipeline (RapidOCR, the CDLA layout model, SLANet-plus): a running
 head before the page number on its row whatever the skew, each option of
 a usage page followed by its description, an index of ``term, 95``
-entries column by column.
+entries column by column, each equation of a numbered display followed by
+its number, each item of a price list by its price.
 
 The real layout model calls a two-column index of single references
 text, and a three-column one filling the page a table whose grid fits
@@ -19,7 +20,7 @@ import pytest
 
 from longdoc.model import FURNITURE_KINDS, BlockKind
 from longdoc.pipeline import ParseOptions
-from tests.docgen.manuals import index_page, old_book_page, options_page
+from tests.docgen.manuals import equations_page, index_page, old_book_page, options_page, price_list_page
 from tests.docgen.raster import office_scan
 from tests.pipeline.helpers import flat, load_doc, nospace, txt
 from tests.pipeline.test_manuals import pdfium_page
@@ -107,3 +108,37 @@ def test_an_index_of_single_references_the_model_takes_for_a_table_is_read_colum
     assert not [b for p in load_doc(result).pages for b in p.blocks if b.kind is BlockKind.TABLE]
     missing = _in_order(nospace(txt(result)), [nospace(e) for e in page.entries])
     assert len(missing) <= 0.1 * len(page.entries), missing
+
+
+# --- labels on the right: equation numbers, prices -----------------------------------------
+
+
+def _math(text: str) -> str:
+    """No spaces, the dashes OCR reads for a minus sign made one."""
+    return nospace(text).translate(str.maketrans("−–—", "---"))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_numbered_display_is_read_each_equation_before_its_number(seed, tmp_path, ocr_pipeline):
+    """A regression test: on this scan the numbers (``(3.1)``, about 1.5
+    line heights wide) are narrower than a column (page.COLUMN_LINES), so
+    the XY-cut fuses them with the equations and reads the display row by
+    row without the right-label rule (a76529e) as well."""
+    page = equations_page(tmp_path).scan(tmp_path / "scan.pdf", seed=seed)
+    result = ocr_pipeline.parse(page.pdf_path, tmp_path / "out", SCAN)
+    plain = flat(txt(result))
+    assert plain.startswith(page.body[0]) and page.body[1] in plain
+    missing = _in_order(_math(plain), [_math(e) for e in page.entries])
+    assert not missing, (missing, plain)
+
+
+def test_a_price_list_is_read_each_item_before_its_price(tmp_path, ocr_pipeline):
+    """The prices (``18.40 EUR``) make a column of their own; before the
+    right-label rule (a76529e) all the items were read, then each price as a
+    heading of its own."""
+    page = price_list_page(tmp_path).scan(tmp_path / "scan.pdf")
+    result = ocr_pipeline.parse(page.pdf_path, tmp_path / "out", SCAN)
+    plain = flat(txt(result))
+    assert plain.startswith(page.body[0]) and page.body[1] in plain
+    missing = _in_order(nospace(plain), [nospace(e) for e in page.entries])
+    assert not missing, (missing, plain)
