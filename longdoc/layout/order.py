@@ -64,11 +64,14 @@ LABEL_MAX_WORDS = 3
 LABEL_WIDTH_SHARE = 0.5
 LABEL_ROW_SHARE = 0.8
 #: ... unless the lines of the other column right above the labels' rows
-#: mostly run to LABEL_FULL_SHARE of that column's width or more: that text
-#: goes on across the labels' rows (a paragraph beside a sidebar of short
-#: lines or a pull quote), where a description starts on its label's row
-#: after the short last line of the one before
+#: mostly run to LABEL_FULL_SHARE of that column's width or more and read as
+#: prose (PROSE_WORDS words of two letters or more): that text goes on across
+#: the labels' rows (a paragraph beside a sidebar of short lines or a pull
+#: quote), where a description starts on its label's row after the short
+#: last line of the one before, and centred equations or menu items of about
+#: one width are no paragraph
 LABEL_FULL_SHARE = 0.85
+PROSE_WORDS = 6
 
 
 @dataclass(frozen=True)
@@ -198,7 +201,8 @@ def _labels_of(labels: list[LineBox], text: list[LineBox]) -> bool:
 def _runs_across(labels: list[LineBox], text: list[LineBox]) -> bool:
     """``text`` runs on across the rows of ``labels``: the line of ``text``
     right above most labels' rows is a full one (:data:`LABEL_FULL_SHARE`
-    of the column's width), as in a paragraph, not the end of an item."""
+    of the column's width) of prose (:data:`PROSE_WORDS`), as in a
+    paragraph, not the end of an item, an equation or a menu item."""
     lo, hi = min(t.x0 for t in text), max(t.x1 for t in text)
     ordered = sorted(text, key=lambda t: t.cy)
     above = []
@@ -206,7 +210,8 @@ def _runs_across(labels: list[LineBox], text: list[LineBox]) -> bool:
         first = next((i for i, t in enumerate(ordered) if same_row(l, t)), 0)
         if first:  # on a row of ``text`` below its first line
             above.append(ordered[first - 1])
-    return 2 * sum(t.x1 - t.x0 >= LABEL_FULL_SHARE * (hi - lo) for t in above) > len(above)
+    return 2 * sum(t.x1 - t.x0 >= LABEL_FULL_SHARE * (hi - lo) and _prose_words(t.text) >= PROSE_WORDS
+                   for t in above) > len(above)
 
 
 def _words(text: str) -> int:
@@ -215,6 +220,14 @@ def _words(text: str) -> int:
     cjk = sum(is_cjk_char(ch) for ch in text)
     latin = len("".join(" " if is_cjk_char(ch) else ch for ch in text).split())
     return latin + (cjk + 1) // 2
+
+
+def _prose_words(text: str) -> int:
+    """Words of two letters or more in ``text`` (two CJK characters count
+    as one): prose has many, an equation or a price few."""
+    cjk = sum(is_cjk_char(ch) for ch in text)
+    latin = sum(sum(ch.isalpha() for ch in w) >= 2 for w in "".join(" " if is_cjk_char(ch) else ch for ch in text).split())
+    return latin + cjk // 2
 
 
 def _known_columnar(region: list[LineBox], cut: _Cut) -> bool:

@@ -213,9 +213,8 @@ EVEN_DISPLAY = ["a + b = c", "d - e = f", "g = h"]
     (DISPLAY, WIDE_NUMBERS),
     (EVEN_DISPLAY, ["(1)", "(2)", "(3)"]),
     pytest.param(EVEN_DISPLAY, WIDE_NUMBERS[:3], marks=pytest.mark.xfail(strict=True, reason=(
-        "order._runs_across: centred equations of about one width each read as a full line of text running "
-        "on across the numbers' rows (as a paragraph beside a sidebar), so the numbers are read after all "
-        "the equations"))),
+        "order._labels_of: the numbers are wider than LABEL_WIDTH_SHARE of equations this short (9 characters), "
+        "so they are no labels and are read after all the equations"))),
 ], ids=["wide numbers", "narrow numbers", "wide numbers, even equations"])
 def test_a_numbered_display_is_read_each_equation_before_its_number(equations, numbers):
     """A paragraph, a display of centred equations each numbered at the
@@ -245,9 +244,7 @@ SHORT_MENU = [("Espresso", "2.80 EUR"), ("Cappuccino", "3.40 EUR"), ("Flat white
 @pytest.mark.parametrize("rows", [
     MENU,
     [(dish, "$" + price.rstrip(" €").replace(",", ".")) for dish, price in MENU],  # a grid table: row by row too
-    pytest.param(EVEN_MENU, marks=pytest.mark.xfail(strict=True, reason=(
-        "order._runs_across: dishes of about one length each read as a full line of text running on across "
-        "the prices' rows, so all the prices are read after all the dishes"))),
+    EVEN_MENU,  # not prose running on across the prices' rows (order.PROSE_WORDS)
     pytest.param(SHORT_MENU, marks=pytest.mark.xfail(strict=True, reason=(
         "order._labels_of: the prices are wider than LABEL_WIDTH_SHARE of the dishes' column, so they are "
         "no labels and are read after all the dishes (each price a block of its own)"))),
