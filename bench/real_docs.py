@@ -156,7 +156,11 @@ def run_longdoc(doc: CorpusDoc, work: Path, variant: str, env: dict[str, str]) -
     cmd = [str(Path(sys.executable).parent / "longdoc"), "parse", str(doc.scan), "-o", str(out),
            "--format", "json,txt", "-q"]
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL)
+    # the tree's own folder as the working directory: the OCR workers'
+    # interpreters put it ahead of PYTHONPATH, so from ROOT they would run
+    # this checkout's engine under another tree's layout
+    cwd = env.get("PYTHONPATH") or ROOT
+    subprocess.run(cmd, check=True, cwd=cwd, env={**os.environ, **env}, stdout=subprocess.DEVNULL)
     seconds = time.perf_counter() - t0
     return longdoc_reading(out / f"{doc.scan.stem}.json", out / f"{doc.scan.stem}.txt", seconds)
 
