@@ -203,7 +203,7 @@ def _with_leaders(image: np.ndarray, boxes: list[tuple[int, int, int, int]], i: 
                    key=lambda m: abs(m.x - edge))
     chain = max((_dot_chain(marks, seed, height) for seed in seeds[:SEEDS]), key=len, default=[])
     read = tail.group().count(".") + tail.group().count("·") if tail else 0
-    if len(chain) < max(MIN_LEADER_DOTS, read) or (cjk and not _on_baseline(chain, height)):
+    if len(chain) < max(MIN_LEADER_DOTS, read) or (cjk and not _cjk_leaders(chain, marks, height)):
         return None
     words = text[:tail.start()].rstrip() if tail else text.rstrip()
     return _leader_text(words, chain, marks), float(x0 + chain[-1].x + chain[-1].w)
@@ -212,12 +212,43 @@ def _with_leaders(image: np.ndarray, boxes: list[tuple[int, int, int, int]], i: 
 #: a line's text ending with a page number (arabic or roman), leader dots read before it or not
 _ENDS_WITH_NUMBER = re.compile(r"(?<=[^\s.·])(?:\s*[.·])*\s*(\d{1,4}|[ivxlc]{1,6})\s*$")
 #: leaders of CJK contents lines sit on the baseline, well below a CJK
-#: ellipsis's centred dots: a dot's bottom at least this share down the box
-CJK_LEADER_LEVEL = 0.7
+#: ellipsis's centred dots: a dot's bottom at least this share down from the
+#: top of the words' ink to its bottom (leaders ~0.9-1.0, an ellipsis ~0.55)
+CJK_LEADER_LEVEL = 0.75
+#: a CJK line's leaders are at least this many dots, over at least
+#: CJK_LEADER_SPAN box heights: the dot strokes of a character (the four of
+#: 灬 in 点) sit on the baseline too, evenly spaced, within one character
+CJK_MIN_LEADER_DOTS = 6
+CJK_LEADER_SPAN = 1.5
 
 
-def _on_baseline(chain: list[Mark], height: int) -> bool:
-    return all(m.y + m.h >= CJK_LEADER_LEVEL * height for m in chain)
+def _cjk_leaders(chain: list[Mark], marks: list[Mark], height: int) -> bool:
+    """Leaders of a CJK line: long enough not to be a character's dot
+    strokes, and on the words' baseline (:func:`_on_baseline`)."""
+    span = max(m.x + m.w for m in chain) - min(m.x for m in chain)
+    return (len(chain) >= CJK_MIN_LEADER_DOTS and span >= CJK_LEADER_SPAN * height
+            and _on_baseline(chain, marks, height))
+
+
+def _on_baseline(chain: list[Mark], marks: list[Mark], height: int) -> bool:
+    """The dots of ``chain`` nearest the words sit on the words' baseline:
+    their bottom in the lowest quarter (:data:`CJK_LEADER_LEVEL`) of the
+    span from the top to the bottom of the words' ink next to them, where a
+    CJK ellipsis's dots sit at its middle. Only the dots and glyphs near
+    where the chain starts are measured: a skewed scan's row climbs or falls
+    along a long chain. Without glyphs beside them, the box's height is the
+    span."""
+    near = sorted(chain, key=lambda m: m.x)[:5]
+    start = near[0].x
+    glyphs = [m for m in marks if not _dot(m, height) and m.h >= 0.3 * height
+              and start - 10 * height <= m.x + m.w <= start]
+    if glyphs:
+        tops, bottoms = sorted(m.y for m in glyphs), sorted(m.y + m.h for m in glyphs)
+        top, bottom = tops[len(tops) // 2], bottoms[len(bottoms) // 2]
+    else:
+        top, bottom = 0, height
+    dots = sorted(m.y + m.h for m in near)
+    return bottom > top and dots[len(dots) // 2] - top >= CJK_LEADER_LEVEL * (bottom - top)
 
 
 def _inner_leaders(image: np.ndarray, box: tuple[int, int, int, int], text: str, cjk: bool) -> str | None:
@@ -247,7 +278,7 @@ def _inner_leaders(image: np.ndarray, box: tuple[int, int, int, int], text: str,
     if start - (seed.x + seed.w) > 2 * height:
         return None
     chain = _dot_chain(marks, seed, height)
-    if len(chain) < MIN_LEADER_DOTS or chain[-1] is not seed or (cjk and not _on_baseline(chain, height)):
+    if len(chain) < MIN_LEADER_DOTS or chain[-1] is not seed or (cjk and not _cjk_leaders(chain, marks, height)):
         return None
     if not any(not _dot(m, height) and m.x + m.w <= chain[0].x for m in marks):
         return None  # no words before the dots
