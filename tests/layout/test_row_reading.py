@@ -12,6 +12,8 @@ import pytest
 from longdoc.layout import find_furniture, layout_page
 from longdoc.model import BBox, BlockKind, Region, RegionKind, TableCell
 
+from tests.pipeline.helpers import in_order
+
 from .synth import CHAR_W, FULL, PARAGRAPHS, PITCH, Column, line, page_of, raster
 
 # --- a running head and the page number on one row ---------------------------------------
@@ -164,18 +166,6 @@ def test_a_sidebar_of_short_lines_beside_a_paragraph_is_not_read_into_it(side):
 # --- labels on the right: equation numbers, prices --------------------------------------
 
 
-def _in_order(text: str, phrases: list[str]) -> list[str]:
-    """The phrases not found in ``text`` after the one found before."""
-    missing, at = [], 0
-    for phrase in phrases:
-        found = text.find(phrase, at)
-        if found < 0:
-            missing.append(phrase)
-        else:
-            at = found + len(phrase)
-    return missing
-
-
 def _rows_page(rows: list[tuple[str, str]], *, left: float | None, right: float = 540.0, jot: float = 0.0):
     """A paragraph, then ``rows`` of (text, label): each text at ``left``
     (centred on the text width when None), its label flush with ``right``
@@ -222,7 +212,7 @@ def test_a_numbered_display_is_read_each_equation_before_its_number(equations, n
     all the equations, then "(12.10) (12.11) ...")."""
     rows = list(zip(equations, numbers))
     flat = _read(_rows_page(rows, left=None, jot=3.0))
-    missing = _in_order(flat, [f"{eq} {number}" for eq, number in rows])
+    missing = in_order(flat, [f"{eq} {number}" for eq, number in rows])
     assert not missing, (missing, flat)
 
 
@@ -251,5 +241,5 @@ SHORT_MENU = [("Espresso", "2.80 EUR"), ("Cappuccino", "3.40 EUR"), ("Flat white
 ], ids=["euro", "dollar", "even dishes", "short dishes"])
 def test_a_price_list_is_read_each_item_before_its_price(rows):
     flat = _read(_rows_page(rows, left=72.0))
-    missing = _in_order(flat, [f"{item} {price}" for item, price in rows])
+    missing = in_order(flat, [f"{item} {price}" for item, price in rows])
     assert not missing, (missing, flat)

@@ -21,3 +21,16 @@ def flat(text: str) -> str:
 
 def nospace(text: str) -> str:
     return "".join(text.split())
+
+
+def in_order(text: str, phrases: list[str]) -> list[str]:
+    """The phrases of ``phrases`` not found in ``text`` after the end of
+    the one found before them (all found in order: ``[]``)."""
+    missing, at = [], 0
+    for phrase in phrases:
+        found = text.find(phrase, at)
+        if found < 0:
+            missing.append(phrase)
+        else:
+            at = found + len(phrase)
+    return missing

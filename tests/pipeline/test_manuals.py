@@ -27,7 +27,7 @@ from longdoc.pipeline import ParseOptions
 from tests.docgen.documents import TWO_COLUMN_TITLE, two_column
 from tests.docgen.manuals import ManualPage, contents_page, figure_page, index_page, old_book_page
 from tests.docgen.raster import office_scan
-from tests.pipeline.helpers import flat, load_doc, txt
+from tests.pipeline.helpers import flat, in_order, load_doc, txt
 
 DIGITAL = ParseOptions(ocr="auto", regions=True)
 SCAN = ParseOptions(ocr="force", dpi=200, regions=True)
@@ -98,18 +98,6 @@ def pdfium_page(pdf) -> Iterator[PageImage]:
         doc.close()
 
 
-def _in_order(text: str, phrases: list[str]) -> list[str]:
-    """The phrases of ``phrases`` not found in ``text`` after the previous one."""
-    missing, at = [], 0
-    for phrase in phrases:
-        found = text.find(phrase, at)
-        if found < 0:
-            missing.append(phrase)
-        else:
-            at = found
-    return missing
-
-
 INDEXES = {"figure": "pages", "table": "code lines"}  # what the layout model takes each for
 
 
@@ -135,7 +123,7 @@ def test_an_index_taken_for_a_figure_or_a_table_is_read_as_text_column_by_column
     assert not [b for b in _blocks(parsed, BlockKind.FIGURE) if len(b.text) > 40]  # nothing hidden as a figure
     plain = flat(txt(result)).replace("l@", "\\@")  # OCR reads a backslash as "l" now and then
     names = [e.split(" ")[0] for e in page.entries]
-    missing = _in_order(plain, names)
+    missing = in_order(plain, names)
     assert len(missing) <= 0.1 * len(names), missing
 
 

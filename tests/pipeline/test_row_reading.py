@@ -22,22 +22,10 @@ from longdoc.model import FURNITURE_KINDS, BlockKind
 from longdoc.pipeline import ParseOptions
 from tests.docgen.manuals import equations_page, index_page, old_book_page, options_page, price_list_page
 from tests.docgen.raster import office_scan
-from tests.pipeline.helpers import flat, load_doc, nospace, txt
+from tests.pipeline.helpers import flat, in_order, load_doc, nospace, txt
 from tests.pipeline.test_manuals import pdfium_page
 
 SCAN = ParseOptions(ocr="force", dpi=200, regions=True)
-
-
-def _in_order(text: str, phrases: list[str]) -> list[str]:
-    """The phrases not found in ``text`` after the one found before."""
-    missing, at = [], 0
-    for phrase in phrases:
-        found = text.find(phrase, at)
-        if found < 0:
-            missing.append(phrase)
-        else:
-            at = found + len(phrase)
-    return missing
 
 
 # --- a running head and the page number on its row ----------------------------------------
@@ -74,7 +62,7 @@ def test_an_option_list_is_read_each_option_before_its_description(tmp_path, ocr
     assert plain.index(page.body[1]) > plain.index("exit")  # the paragraph after the options, after them
     # each option, then the start of its description, in the order printed (OCR may misread one)
     items = [_key(" ".join(entry.split()[:5])) for entry in page.entries]
-    missing = _in_order(_key(plain), items)
+    missing = in_order(_key(plain), items)
     assert len(missing) <= 1, missing
 
 
@@ -87,7 +75,7 @@ def test_a_two_column_index_of_single_references_is_read_column_by_column(refs, 
     page = index_page(tmp_path, refs=refs, columns=2).scan(tmp_path / "scan.pdf")
     result = ocr_pipeline.parse(page.pdf_path, tmp_path / "out", SCAN)
     assert not [b for p in load_doc(result).pages for b in p.blocks if b.kind is BlockKind.TABLE]
-    missing = _in_order(nospace(txt(result)), [nospace(e) for e in page.entries])
+    missing = in_order(nospace(txt(result)), [nospace(e) for e in page.entries])
     assert len(missing) <= 0.1 * len(page.entries), missing
 
 
@@ -106,7 +94,7 @@ def test_an_index_of_single_references_the_model_takes_for_a_table_is_read_colum
     # the structure model's grid fits the entries (a cell each): the entries
     # themselves say it is an index (floats.INDEX_SHARE), not a table
     assert not [b for p in load_doc(result).pages for b in p.blocks if b.kind is BlockKind.TABLE]
-    missing = _in_order(nospace(txt(result)), [nospace(e) for e in page.entries])
+    missing = in_order(nospace(txt(result)), [nospace(e) for e in page.entries])
     assert len(missing) <= 0.1 * len(page.entries), missing
 
 
@@ -128,7 +116,7 @@ def test_a_numbered_display_is_read_each_equation_before_its_number(seed, tmp_pa
     result = ocr_pipeline.parse(page.pdf_path, tmp_path / "out", SCAN)
     plain = flat(txt(result))
     assert plain.startswith(page.body[0]) and page.body[1] in plain
-    missing = _in_order(_math(plain), [_math(e) for e in page.entries])
+    missing = in_order(_math(plain), [_math(e) for e in page.entries])
     assert not missing, (missing, plain)
 
 
@@ -140,5 +128,5 @@ def test_a_price_list_is_read_each_item_before_its_price(tmp_path, ocr_pipeline)
     result = ocr_pipeline.parse(page.pdf_path, tmp_path / "out", SCAN)
     plain = flat(txt(result))
     assert plain.startswith(page.body[0]) and page.body[1] in plain
-    missing = _in_order(nospace(plain), [nospace(e) for e in page.entries])
+    missing = in_order(nospace(plain), [nospace(e) for e in page.entries])
     assert not missing, (missing, plain)
