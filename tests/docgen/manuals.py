@@ -41,6 +41,7 @@ price_list_page        a paragraph, items at the left margin each with its
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 import random
 import re
 from dataclasses import dataclass, field
@@ -543,6 +544,23 @@ OPTIONS = [
 ]
 
 
+def _between_paragraphs(page: _Page, prose: EnglishProse, style: Style, draw: Callable[[float], float]) -> list[str]:
+    """A paragraph of four sentences of ``prose`` (at 110 pt, across the
+    text width in ``style``), what ``draw`` draws from the y it is given
+    (it returns the y after it), another paragraph; each paragraph's first
+    five words."""
+    y, body = 110.0, []
+    for k in range(2):
+        if k:
+            y = draw(y)
+        rows = wrap_words(page.canvas, " ".join(prose.sentences(4)).split(), style, RIGHT - MARGIN)
+        body.append(" ".join(rows[0][:5]))
+        for row in rows:
+            page.text(MARGIN, y, " ".join(row), style)
+            y += style.leading
+    return body
+
+
 def options_page(tmp_dir: str | Path, *, seed: int = 0) -> ManualPage:
     """One A4 page: a paragraph, then :data:`OPTIONS`: each option (bold, at
     the left margin) with its description starting on the option's
@@ -554,28 +572,21 @@ def options_page(tmp_dir: str | Path, *, seed: int = 0) -> ManualPage:
     (``"-o FILE write the text to FILE ... held"``); ``body``: each
     paragraph's first five words.
     """
-    prose = EnglishProse(seed + 909)
     page = _Page()
-    width = RIGHT - MARGIN
     desc_x = MARGIN + 110.0
-    y = 110.0
-    body, entries = [], []
-    for above in (True, False):
-        if not above:
-            y += 0.5 * ENTRY.leading
-            for option, description in OPTIONS:
-                page.text(MARGIN, y, option, CHAPTER)
-                rows = wrap_words(page.canvas, description.split(), ENTRY, RIGHT - desc_x)
-                for row in rows:
-                    page.text(desc_x, y, " ".join(row), ENTRY)
-                    y += ENTRY.leading
-                entries.append(f"{option} {description}")
-            y += 1.5 * ENTRY.leading
-        rows = wrap_words(page.canvas, " ".join(prose.sentences(4)).split(), ENTRY, width)
-        body.append(" ".join(rows[0][:5]))
-        for row in rows:
-            page.text(MARGIN, y, " ".join(row), ENTRY)
-            y += ENTRY.leading
+    entries = []
+
+    def options(y: float) -> float:
+        y += 0.5 * ENTRY.leading
+        for option, description in OPTIONS:
+            page.text(MARGIN, y, option, CHAPTER)
+            for row in wrap_words(page.canvas, description.split(), ENTRY, RIGHT - desc_x):
+                page.text(desc_x, y, " ".join(row), ENTRY)
+                y += ENTRY.leading
+            entries.append(f"{option} {description}")
+        return y + 1.5 * ENTRY.leading
+
+    body = _between_paragraphs(page, EnglishProse(seed + 909), ENTRY, options)
     return ManualPage(page.save(Path(tmp_dir) / "options.pdf"), page.printed(), entries=entries, body=body)
 
 
@@ -602,25 +613,20 @@ def equations_page(tmp_dir: str | Path, *, seed: int = 0, equations: list[str] |
     """
     equations = list(EQUATIONS if equations is None else equations)
     numbers = list(numbers or [f"(3.{k + 1})" for k in range(len(equations))])
-    prose = EnglishProse(seed + 1010)
     page = _Page()
     width = RIGHT - MARGIN
-    y = 110.0
-    body, entries = [], []
-    for above in (True, False):
-        if not above:
-            y += DISPLAY_SKIP
-            for equation, number in zip(equations, numbers):
-                page.text(MARGIN + (width - page.width(equation, DISPLAY)) / 2, y, equation, DISPLAY)
-                page.text(RIGHT - page.width(number, DISPLAY), y, number, DISPLAY)
-                entries.append(f"{equation} {number}")
-                y += DISPLAY.leading + JOT
-            y += DISPLAY_SKIP
-        rows = wrap_words(page.canvas, " ".join(prose.sentences(4)).split(), BODY, width)
-        body.append(" ".join(rows[0][:5]))
-        for row in rows:
-            page.text(MARGIN, y, " ".join(row), BODY)
-            y += BODY.leading
+    entries = []
+
+    def display(y: float) -> float:
+        y += DISPLAY_SKIP
+        for equation, number in zip(equations, numbers):
+            page.text(MARGIN + (width - page.width(equation, DISPLAY)) / 2, y, equation, DISPLAY)
+            page.text(RIGHT - page.width(number, DISPLAY), y, number, DISPLAY)
+            entries.append(f"{equation} {number}")
+            y += DISPLAY.leading + JOT
+        return y + DISPLAY_SKIP
+
+    body = _between_paragraphs(page, EnglishProse(seed + 1010), BODY, display)
     return ManualPage(page.save(Path(tmp_dir) / "equations.pdf"), page.printed(), entries=entries, body=body)
 
 
@@ -642,23 +648,17 @@ def price_list_page(tmp_dir: str | Path, *, seed: int = 0, rows: list[tuple[str,
     (``"Apple pie 5.50 EUR"``); ``body``: each paragraph's first five words.
     """
     rows = list(PRICES if rows is None else rows)
-    prose = EnglishProse(seed + 1111)
     page = _Page()
-    width = RIGHT - MARGIN
-    y = 110.0
-    body, entries = [], []
-    for above in (True, False):
-        if not above:
-            y += 0.5 * ENTRY.leading
-            for item, price in rows:
-                page.text(MARGIN, y, item, ENTRY)
-                page.text(RIGHT - page.width(price, ENTRY), y, price, ENTRY)
-                entries.append(f"{item} {price}")
-                y += ENTRY.leading
+    entries = []
+
+    def prices(y: float) -> float:
+        y += 0.5 * ENTRY.leading
+        for item, price in rows:
+            page.text(MARGIN, y, item, ENTRY)
+            page.text(RIGHT - page.width(price, ENTRY), y, price, ENTRY)
+            entries.append(f"{item} {price}")
             y += ENTRY.leading
-        lines = wrap_words(page.canvas, " ".join(prose.sentences(4)).split(), BODY, width)
-        body.append(" ".join(lines[0][:5]))
-        for row in lines:
-            page.text(MARGIN, y, " ".join(row), BODY)
-            y += BODY.leading
+        return y + ENTRY.leading
+
+    body = _between_paragraphs(page, EnglishProse(seed + 1111), BODY, prices)
     return ManualPage(page.save(Path(tmp_dir) / "prices.pdf"), page.printed(), entries=entries, body=body)
