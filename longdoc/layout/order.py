@@ -214,20 +214,24 @@ def _runs_across(labels: list[LineBox], text: list[LineBox]) -> bool:
                    for t in above) > len(above)
 
 
-def _words(text: str) -> int:
-    """Words of ``text``, two CJK characters counting as one word (CJK
-    writes no spaces between words)."""
+def _split_cjk(text: str) -> tuple[list[str], int]:
+    """``text``'s space-separated words outside CJK, and its CJK characters
+    counted (CJK writes no spaces between words)."""
     cjk = sum(is_cjk_char(ch) for ch in text)
-    latin = len("".join(" " if is_cjk_char(ch) else ch for ch in text).split())
-    return latin + (cjk + 1) // 2
+    return "".join(" " if is_cjk_char(ch) else ch for ch in text).split(), cjk
+
+
+def _words(text: str) -> int:
+    """Words of ``text``, two CJK characters counting as one word."""
+    latin, cjk = _split_cjk(text)
+    return len(latin) + (cjk + 1) // 2
 
 
 def _prose_words(text: str) -> int:
     """Words of two letters or more in ``text`` (two CJK characters count
     as one): prose has many, an equation or a price few."""
-    cjk = sum(is_cjk_char(ch) for ch in text)
-    latin = sum(sum(ch.isalpha() for ch in w) >= 2 for w in "".join(" " if is_cjk_char(ch) else ch for ch in text).split())
-    return latin + cjk // 2
+    latin, cjk = _split_cjk(text)
+    return sum(sum(ch.isalpha() for ch in w) >= 2 for w in latin) + cjk // 2
 
 
 def _known_columnar(region: list[LineBox], cut: _Cut) -> bool:

@@ -265,7 +265,7 @@ def _inner_leaders(image: np.ndarray, box: tuple[int, int, int, int], text: str,
     x0, y0, x1, y1 = box
     height = y1 - y0
     own = image[y0:y1, x0:x1]
-    marks = [m for m in _marks(own, own, height, DOT_SPECK, stacked=False)]
+    marks = _marks(own, own, height, DOT_SPECK, stacked=False)
     if len(marks) < MIN_LEADER_DOTS + 2:
         return None
     k = len(marks)
