@@ -16,6 +16,7 @@ exactly per recognizer, by kind and by font, the misreadings of the
 default engine, and seconds of each run (ratio to small).
 
     python bench/codes.py [--per-page 21] [--seed 0] [--recognizers tiny,small,cascade,cascade+int8] [--ocrmypdf]
+    python bench/codes.py --recognizers fast,balanced,accurate   # the profiles (inference.profile)
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from _common import ROOT
+from longdoc.config import PROFILES
 from tests.docgen.codes import CodeLine, code_pages
 from tests.docgen.raster import office_scan
 
@@ -43,7 +45,11 @@ def read_longdoc(scan: Path, work: Path, recognizer: str) -> tuple[float, list[s
     out = work / recognizer
     shutil.rmtree(out, ignore_errors=True)
     name, _, int8 = recognizer.partition("+")  # "cascade+int8": with the int8 small recognizer
-    env = {**os.environ, "LONGDOC_INFERENCE__RAPIDOCR__RECOGNIZER": name, "LONGDOC_INFERENCE__RAPIDOCR__INT8": str(int8 == "int8").lower()}
+    if name in PROFILES:  # a profile's bundle (inference.profile), not one recognizer
+        env = {**os.environ, "LONGDOC_INFERENCE__PROFILE": name}
+    else:
+        env = {**os.environ, "LONGDOC_INFERENCE__RAPIDOCR__RECOGNIZER": name,
+               "LONGDOC_INFERENCE__RAPIDOCR__INT8": str(int8 == "int8").lower()}
     cmd = [str(Path(sys.executable).parent / "longdoc"), "parse", str(scan), "-o", str(out), "--format", "json",
            "-q"]
     t0 = time.perf_counter()

@@ -281,6 +281,16 @@ def rules() -> dict[str, Any]:
         out[f"margin bar {bar}"] = (lambda b: lambda t, r: rule(t, r, margin=b))(bar)
     for bar in (0.93, 0.95):
         out[f"mean bar {bar}"] = (lambda b: lambda t, r: rule(t, r, below=b))(bar)
+    # cheaper sets (a balanced profile's candidates): what users search for (codes), plus the lowest doubts
+    def codes(t, r, below=0.0, margin=0.0):
+        p = parts(t, r, margin=margin, below=below)
+        return p["digits"] or p["mixed"] or p["case"] or (below > 0 and p["mean"]) or (margin > 0 and p["margin"])
+    out["codes"] = codes
+    for below in (0.8, 0.85, 0.9):
+        out[f"codes + mean {below}"] = (lambda b: lambda t, r: codes(t, r, below=b))(below)
+    for margin in (0.05, 0.1):
+        out[f"codes + margin {margin}"] = (lambda m: lambda t, r: codes(t, r, margin=m))(margin)
+        out[f"codes + mean 0.85 + margin {margin}"] = (lambda m: lambda t, r: codes(t, r, below=0.85, margin=m))(margin)
     return out
 
 

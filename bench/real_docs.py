@@ -206,6 +206,8 @@ def main() -> int:
     ap.add_argument("--only", help="documents whose name contains this (comma-separated: any of them)")
     ap.add_argument("--split", choices=("dev", "test"))
     ap.add_argument("--recognizer", default="", help="also run longdoc with these inference.rapidocr.recognizer values")
+    ap.add_argument("--profiles", default="", help="also run longdoc with these inference.profile values "
+                    "(comma-separated: fast, balanced, accurate), as tools 'longdoc:<profile>'")
     ap.add_argument("--tree", action="append", default=[], metavar="NAME=DIR",
                     help="also run the longdoc package of another checkout (a git worktree of an earlier commit: "
                          "git worktree add DIR COMMIT), as tool 'longdoc@NAME', for a same-run before/after")
@@ -231,6 +233,7 @@ def main() -> int:
     if not args.no_default:
         tools.append(("longdoc", {}))
     tools += [(f"longdoc:{r}", {"LONGDOC_INFERENCE__RAPIDOCR__RECOGNIZER": r}) for r in args.recognizer.split(",") if r]
+    tools += [(f"longdoc:{p}", {"LONGDOC_INFERENCE__PROFILE": p}) for p in args.profiles.split(",") if p]
     for spec in args.tree:
         name, _, tree = spec.partition("=")
         tools.append((f"longdoc@{name}", {"PYTHONPATH": str(Path(tree).resolve())}))

@@ -16,7 +16,7 @@ import typer
 
 from longdoc import __version__, cli_service
 from longdoc.cli_progress import make_progress
-from longdoc.config import FurnitureMode, OcrMode, dump_settings, load_settings
+from longdoc.config import FurnitureMode, OcrMode, Profile, dump_settings, load_settings
 from longdoc.errors import EXIT_PARTIAL, EXIT_USAGE, InvalidOption, LongdocError
 from longdoc.export.formats import DEFAULT_FORMATS, FORMATS, LABELS
 from longdoc.model import DocumentStatus
@@ -68,6 +68,9 @@ def parse(
     chunk_size: Annotated[Optional[int], typer.Option("--chunk-size", help="Pages per group (page_chunk_size).")] = None,
     overlap: Annotated[Optional[int], typer.Option("--overlap", help="Pages shared by consecutive groups.")] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", help="Parallel OCR workers (0 = one per core).")] = None,
+    profile: Annotated[Optional[str], typer.Option(
+        "--profile", help="fast | balanced | accurate: what the engine spends on each page (inference.profile; "
+        "docs/profiles.md).")] = None,
     regions: Annotated[Optional[bool], typer.Option(
         "--regions/--no-regions", help="Layout and table models: tables with cells, figures, captions, furniture.")] = None,
     furniture: Annotated[Optional[str], typer.Option(
@@ -81,13 +84,15 @@ def parse(
     resumes from the last finished page group."""
     if ocr is not None and ocr not in get_args(OcrMode):
         raise InvalidOption(f"--ocr must be auto, force or off, not {ocr!r}.")
+    if profile is not None and profile not in get_args(Profile):
+        raise InvalidOption(f"--profile must be fast, balanced or accurate, not {profile!r}.")
     if furniture is not None and furniture not in get_args(FurnitureMode):
         raise InvalidOption(f"--furniture must be keep or drop, not {furniture!r}.")
     from longdoc.pipeline import ParseOptions, Pipeline  # here: the service and key commands start without it
 
     settings = load_settings(config, overrides={"inference": {
         "ocr": ocr, "dpi": dpi, "engine": engine, "page_chunk_size": chunk_size,
-        "chunk_overlap": overlap, "workers": workers, "regions": regions,
+        "chunk_overlap": overlap, "workers": workers, "regions": regions, "profile": profile,
     }, "export": {"furniture": furniture}})
     options = ParseOptions.from_settings(settings, pages=pages, formats=_formats(format))
     worst = 0

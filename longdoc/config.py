@@ -250,13 +250,23 @@ class RapidOcrSettings(_Section):
     """The rapidocr engine's own settings (``inference.rapidocr``)."""
 
     recognizer: Literal["auto", "cascade", "small", "tiny"] = Field(
-        default="auto", description="which text recognizer reads the lines; cascade: PP-OCRv6 tiny "
-        "reads every line and the small model reads again the lines tiny may have got wrong (about a third of a "
-        "real page's); small or tiny: that model alone; auto: small alone where this machine runs it at most "
-        "2.2x tiny's cost (timed with the runtimes, e.g. OpenVINO on AMX), else the cascade")
+        default="cascade", description="which text recognizer reads the lines; cascade: PP-OCRv6 tiny "
+        "reads every line and the small model reads again the lines `recheck` names; small or tiny: that model "
+        "alone; auto: small alone where this machine runs it at most 2.2x tiny's cost (timed with the runtimes, "
+        "e.g. OpenVINO on AMX), else the cascade (what reads then depends on the machine; the profiles name one)")
     recheck_below: float = Field(default=0.93, ge=0.0, le=1.0, description="cascade: a line tiny reads "
                                  "with a mean character confidence below this (or with a run of 4+ digits) is "
                                  "read again by the small model")
+    recheck: Literal["codes", "doubts"] = Field(
+        default="codes", description="cascade: which lines the small model reads again; codes: those holding "
+        "what users search for and tiny misreads while sure of itself (a run of 4+ digits, a token mixing letters "
+        "and digits, a case change inside a word) and those read with a mean confidence below recheck_below; "
+        "doubts: also every line with one hesitant character or punctuation glued to a word (about a third of a "
+        "real page's lines)")
+    glyph_checks: bool = Field(default=True, description="read again from the page's pixels what the "
+                               "recognizer guesses: O or 0 inside codes, the spaces of fixed-pitch (code) lines, "
+                               "runs of a repeated symbol and leader dots (about a sixth of the tiny recognizer's "
+                               "page time)")
     int8: bool = Field(default=False, description="the int8 copy of the small recognizer, built from the "
                        "wheel's model (its convolutions in int8): 1.2x faster on ONNX Runtime, slower on OpenVINO, "
                        "and it reads real documents worse (line CER 1.23% against 1.11%, bench/lines.py); "
@@ -271,7 +281,28 @@ class RapidOcrSettings(_Section):
 LEGACY_RAPIDOCR_KEYS = ("recognizer", "recheck_below", "int8", "recycle_after_pages")
 
 
+Profile = Literal["fast", "balanced", "accurate"]
+
+#: What each ``inference.profile`` sets, as dotted keys under ``inference``.
+#: A key the configuration (file, environment, flags) sets itself keeps its
+#: own value: a profile only fills what was left unsaid. ``balanced``, the
+#: default, is the fields' own defaults. The figures behind each bundle
+#: (pages/s and CER against OCRmyPDF on real scanned manuals) are in
+#: docs/profiles.md.
+PROFILES: dict[str, dict[str, Any]] = {
+    "fast": {"rapidocr.recognizer": "tiny", "rapidocr.glyph_checks": False, "regions": False},
+    "balanced": {"rapidocr.recognizer": "cascade", "rapidocr.recheck": "codes", "rapidocr.glyph_checks": True,
+                 "regions": True},
+    "accurate": {"rapidocr.recognizer": "small", "rapidocr.glyph_checks": True, "regions": True},
+}
+
+
 class InferenceSettings(_Section):
+    profile: Profile = Field(default="balanced", description="a bundle of the settings below that trades "
+                             "reading for speed (docs/profiles.md): fast (the tiny recognizer alone, no layout "
+                             "models), balanced (tiny, with the lines holding codes and numbers read again by the "
+                             "small model), accurate (the small recognizer on every line); a setting given "
+                             "explicitly wins over its profile's")
     engine: str = Field(default="rapidocr", description="OCR engine of `longdoc parse` and of jobs that name "
                         "none: rapidocr, tesseract, openai, native, fake, or one a plugin registers")
     plugins: list[str] = Field(default_factory=list, description="modules (dotted names or .py files) imported "
@@ -329,6 +360,27 @@ class InferenceSettings(_Section):
                             key, key, extra={"key": f"inference.{key}"})
         data["rapidocr"] = section
         return data
+
+    @model_validator(mode="after")
+    def _apply_profile(self) -> InferenceSettings:
+        """Fill each key of ``PROFILES[profile]`` that was not set
+        explicitly (left out of ``model_fields_set``, so it stays unset:
+        :meth:`with_profile` can tell the profile's values from the user's)."""
+        for key, value in PROFILES[self.profile].items():
+            section, _, name = key.rpartition(".")
+            target: BaseModel = getattr(self, section) if section else self
+            if name not in target.model_fields_set:
+                target.__dict__[name] = value
+        return self
+
+    def with_profile(self, profile: str | None) -> InferenceSettings:
+        """These settings under ``profile`` (None: as they are): what was set
+        explicitly stays, the rest comes from the profile."""
+        if profile is None or profile == self.profile:
+            return self
+        data = self.model_dump(exclude_unset=True)
+        data["profile"] = profile
+        return InferenceSettings.model_validate(data)
 
     @model_validator(mode="after")
     def _overlap_below_chunk(self) -> InferenceSettings:

@@ -114,6 +114,7 @@ def test_too_many_pages_names_the_limit(tmp_path, capsys):
     (["--pages", "5-99"], "invalid_page_range", EXIT_USAGE),
     (["--ocr", "sometimes"], "invalid_option", EXIT_USAGE),
     (["--format", "docx"], "invalid_option", EXIT_USAGE),
+    (["--profile", "fastest"], "invalid_option", EXIT_USAGE),
     (["--engine", "nope"], "unknown_engine", EXIT_CONFIG),
     (["--chunk-size", "2", "--overlap", "2"], "invalid_config", EXIT_CONFIG),
 ])

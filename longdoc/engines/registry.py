@@ -50,6 +50,8 @@ def _rapidocr(settings: InferenceSettings) -> Engine:
         int8=settings.rapidocr.int8,
         recognizer=settings.rapidocr.recognizer,
         recheck_below=settings.rapidocr.recheck_below,
+        recheck=settings.rapidocr.recheck,
+        glyph_checks=settings.rapidocr.glyph_checks,
     )
     return PagedEngine(recognizer, workspace_budget=settings.workspace_budget_mb * 2**20)
 

@@ -6,7 +6,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 
-from longdoc.config import ExportSettings, FurnitureMode, InferenceSettings, OcrMode, Settings
+from longdoc.config import ExportSettings, FurnitureMode, InferenceSettings, OcrMode, Profile, Settings
 from longdoc.export import DEFAULT_FORMATS
 
 #: the defaults live in the settings: options made without them read as a configured run does
@@ -17,6 +17,7 @@ _EXPORT = ExportSettings()
 @dataclass(frozen=True)
 class ParseOptions:
     pages: str | None = None  # page range spec, e.g. "1-20,35"; None = all
+    profile: Profile = _INFERENCE.profile  # the settings' bundle the engine reads with (config.PROFILES)
     ocr: OcrMode = _INFERENCE.ocr
     dpi: int = _INFERENCE.dpi
     engine: str = _INFERENCE.engine
@@ -28,8 +29,12 @@ class ParseOptions:
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> ParseOptions:
-        inf = settings.inference
+        """The options of a run with ``settings``; ``overrides`` (None
+        values ignored) win. A ``profile`` among them takes its own
+        ``dpi`` and ``regions`` unless the settings set them explicitly."""
+        inf = settings.inference.with_profile(overrides.get("profile"))  # type: ignore[arg-type]
         values: dict[str, object] = {
+            "profile": inf.profile,
             "ocr": inf.ocr,
             "dpi": inf.dpi,
             "engine": inf.engine,

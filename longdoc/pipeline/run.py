@@ -25,7 +25,7 @@ import pypdfium2
 
 from longdoc import __version__
 from longdoc.assemble import stitch
-from longdoc.config import Settings
+from longdoc.config import InferenceSettings, Settings
 from longdoc.engines import get_engine, load_plugins
 from longdoc.engines.base import Engine, EngineCapabilities
 from longdoc.regions.detector import RegionDetector
@@ -107,12 +107,30 @@ class Pipeline:
         #: one per engine: its load runs once, and every other caller waits for it
         self._loading: dict[str, threading.Lock] = {}
 
+    def engine_key(self, options: ParseOptions) -> str:
+        """Under which name the pipeline holds the engine ``options`` select:
+        the engine's own name, or ``<name>@<profile>`` when the job's
+        profile (:data:`~longdoc.config.PROFILES`) configures the engine
+        otherwise than the settings' own (one more pool of workers, built
+        on the first job that asks for it)."""
+        inference = self.settings.inference
+        if options.profile == inference.profile or _engine_part(inference.with_profile(options.profile)) == \
+                _engine_part(inference):
+            return options.engine
+        return f"{options.engine}@{options.profile}"
+
+    def _build(self, key: str) -> Engine:
+        name, _, profile = key.partition("@")
+        if not profile:
+            return self._engine_factory(name)
+        return get_engine(name, self.settings.inference.with_profile(profile))
+
     def _engine_object(self, name: str) -> Engine:
-        """The engine called ``name``, built (cheap) but not loaded, with its
-        admission and turns."""
+        """The engine called ``name`` (an :meth:`engine_key`), built (cheap)
+        but not loaded, with its admission and turns."""
         with self._lock:
             if name not in self._engines:
-                engine = self._engine_factory(name)
+                engine = self._build(name)
                 workspace = Workspace(budget=engine.workspace_budget, watermark=self.settings.inference.kv_cache_watermark,
                                       unit=engine.capabilities.cost_unit)
                 self._admissions[name] = Admission(workspace)
@@ -259,7 +277,7 @@ class Pipeline:
         result = self._assemble_and_export(doc.source, doc.numbers, options, checkpoint, Path(out_dir), stem,
                                            context)
         if options.ocr != "off":
-            result.workspace_peak = self.admission(options.engine).workspace.peak  # shared by concurrent parses
+            result.workspace_peak = self.admission(self.engine_key(options)).workspace.peak  # shared by concurrent parses
         return result
 
     def _document_run(
@@ -275,11 +293,11 @@ class Pipeline:
         lane = None
         lookahead = 1
         if options.ocr != "off":
-            capabilities = self._engine_object(options.engine).capabilities
+            name = self.engine_key(options)
+            capabilities = self._engine_object(name).capabilities
             lookahead = 1 if capabilities.sequential_groups else capabilities.groups_in_flight
 
             def lane() -> EngineLane:
-                name = options.engine
                 return EngineLane(self.engine(name), self._admissions[name], self._turns[name], owner,
                                   threading.Event())
 
@@ -347,7 +365,13 @@ class Pipeline:
         with ``ocr=off``), without loading it."""
         if options.ocr == "off":
             return TEXT_LAYER_ENGINE, TEXT_LAYER_VERSION
-        return options.engine, self._engine_object(options.engine).version
+        return options.engine, self._engine_object(self.engine_key(options)).version
+
+
+def _engine_part(inference: InferenceSettings) -> dict[str, object]:
+    """The settings an engine is built from: all of ``inference`` but what
+    each run passes itself (profile, regions, dpi, the page groups)."""
+    return inference.model_dump(exclude={"profile", "regions", "dpi", "ocr", "page_chunk_size", "chunk_overlap"})
 
 
 def _checkpointed_pages(checkpoint: Checkpoint, numbers: list[int]) -> Iterator:

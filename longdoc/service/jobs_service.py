@@ -186,7 +186,7 @@ class JobService:
     def _parse_options(self, options: JobOptions) -> ParseOptions:
         return ParseOptions.from_settings(
             self.settings, pages=options.pages, ocr=options.ocr, engine=options.engine,
-            dpi=options.dpi, regions=options.regions, formats=tuple(dict.fromkeys(options.formats)),
+            dpi=options.dpi, regions=options.regions, profile=options.profile, formats=tuple(dict.fromkeys(options.formats)),
             furniture=options.furniture,
         )
 

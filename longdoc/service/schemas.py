@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from longdoc.config import FurnitureMode, OcrMode
+from longdoc.config import FurnitureMode, OcrMode, Profile
 from longdoc.export.formats import DEFAULT_FORMATS, ExportFormat
 from longdoc.jobs.public import JobLinks, JobPublic, job_public
 from longdoc.jobs.repo import KeyState
@@ -27,6 +27,8 @@ class JobOptions(BaseModel):
     ocr: OcrMode | None = None
     engine: str | None = Field(default=None, max_length=64)
     dpi: int | None = Field(default=None, ge=50, le=600)
+    profile: Profile | None = Field(default=None, description="fast, balanced or accurate: what the engine "
+                                    "spends on each page (docs/profiles.md); default inference.profile")
     regions: bool | None = Field(default=None, description="layout and table models (tables with cells, "
                                  "figures, captions, furniture); default inference.regions")
     furniture: FurnitureMode | None = Field(default=None, description="running headers, footers and "

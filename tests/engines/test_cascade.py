@@ -74,7 +74,7 @@ def test_sure_lines_are_kept_and_unsure_lines_or_long_numbers_are_read_again():
 
 
 def test_codes_and_doubts_are_read_again():
-    assert needs_recheck(_reading("The harbour master kept a ledger", doubt=5))  # tiny hesitated on one letter
+    assert needs_recheck(_reading("The harbour master kept a ledger", doubt=5), rules="doubts")  # tiny hesitated
     assert not needs_recheck(_reading("The harbour master kept a ledger", doubt=3))  # ... not on a space
     assert needs_recheck(_reading("Part number PN-4471-AX3 in stock"))  # letters and digits in one token
     assert needs_recheck(_reading("x0 and y0 are the origin"))
@@ -82,7 +82,19 @@ def test_codes_and_doubts_are_read_again():
     assert needs_recheck(_reading("Key TOKxBCD"))
     assert not needs_recheck(_reading("if (n == m) { c = d; }"))  # code punctuation alone: tiny reads it as well
     assert not needs_recheck(_reading("A plain sentence, with (some) punctuation."))
-    assert needs_recheck(_reading("where x,y:The origin"))  # punctuation glued to a word: a dropped space
+    assert needs_recheck(_reading("where x,y:The origin"), rules="doubts")  # glued punctuation: a dropped space
+
+
+def test_codes_rules_read_again_what_users_search_for_and_leave_hesitant_prose_to_tiny():
+    """``recheck: codes`` (the balanced profile's): codes, long numbers, case
+    flips and low confidence still go to the small model; a hesitant
+    character or glued punctuation in prose does not (``doubts`` sends them)."""
+    for text in ("Part number PN-4471-AX3 in stock", "Population 1220 345", "Licence key QZX2wQ", ""):
+        assert needs_recheck(_reading(text), rules="codes")
+    assert needs_recheck(_reading("The harbour master kept a ledger", prob=0.80), 0.93, rules="codes")
+    for text, doubt in (("The harbour master kept a ledger", 5), ("where x,y:The origin", None)):
+        assert needs_recheck(_reading(text, doubt=doubt), rules="doubts")
+        assert not needs_recheck(_reading(text, doubt=doubt), rules="codes")
 
 
 def test_without_the_tiny_model_the_engine_reads_with_small_and_warns(monkeypatch, caplog):
@@ -103,3 +115,5 @@ def test_an_unknown_recognizer_or_bar_is_refused():
         RapidOcrEngine(workers=1, recognizer="huge")
     with pytest.raises(ValueError):
         RapidOcrEngine(workers=1, recheck_below=1.5)
+    with pytest.raises(ValueError):
+        RapidOcrEngine(workers=1, recheck="everything")

@@ -126,3 +126,30 @@ def test_submit_cli_writes_the_api_result(server, report_doc, tmp_path):
             api = http.get(f"/v1/jobs/{job_id}/result", params={"format": fmt})
             assert api.status_code == 200
             assert (out / f"{report_doc.pdf_path.stem}.{fmt}").read_bytes() == api.content
+
+
+def test_a_jobs_profile_chooses_how_its_pages_are_read_and_is_recorded(server, report_doc):
+    """``options.profile``: the fast job reads with the tiny recognizer alone
+    (no glyph checks, no layout models), the default one with the cascade;
+    each says so in its options and in every page's engine version, and
+    both read the page."""
+    key = server.create_key("profiles")
+    options = {"formats": ["json"], "ocr": "force", "pages": "1"}
+    with server.http(key) as http:
+        fast = accepted(submit(http, report_doc.pdf_path, {**options, "profile": "fast"}))
+        default = accepted(submit(http, report_doc.pdf_path, options))
+        read = {}
+        for name, job in (("fast", fast), ("default", default)):
+            done = wait_terminal(http, job["id"])
+            assert done["state"] == "succeeded", done
+            assert done["options"]["profile"] == ("fast" if name == "fast" else "balanced")
+            document = http.get(f"/v1/jobs/{job['id']}/result", params={"format": "json"}).json()
+            assert document["options"]["profile"] == done["options"]["profile"]
+            (page,) = document["pages"]
+            read[name] = (page["engine_version"], " ".join(b["text"] for b in page["blocks"]))
+    assert "/PP-OCRv6-tiny/" in read["fast"][0] and read["fast"][0].endswith("/no-glyph-checks")
+    assert "/PP-OCRv6-tiny+small/" in read["default"][0]
+    truth = report_doc.main_text_per_page[0].split()
+    for version, text in read.values():
+        words = set(text.split())
+        assert sum(w in words for w in truth) >= 0.95 * len(truth), (version, text[:200])

@@ -59,24 +59,37 @@ GLUED = re.compile(r"[,;:!?)\]][A-Za-z]|[a-z][(\[]")
 MARGIN_BELOW = 0.2
 
 
+#: the rule sets ``inference.rapidocr.recheck`` names
+RECHECK_RULES = ("codes", "doubts")
+DEFAULT_RULES: str = RapidOcrSettings.model_fields["recheck"].default
+
+
 @dataclass(frozen=True)
 class RecheckPlan:
     """What a worker needs to build the second recognizer: its RapidOCR
-    settings (``Rec.*`` name the accurate model) and the confidence bar."""
+    settings (``Rec.*`` name the accurate model), the confidence bar and
+    the rule set (:data:`RECHECK_RULES`)."""
 
     accurate_params: dict[str, Any]
     below: float = DEFAULT_BELOW
+    rules: str = DEFAULT_RULES
 
 
-def needs_recheck(reading: LineReading, below: float = DEFAULT_BELOW) -> bool:
+def needs_recheck(reading: LineReading, below: float = DEFAULT_BELOW, rules: str = DEFAULT_RULES) -> bool:
     """Whether a line the fast recognizer read so is read again (the rules
-    of the module docstring)."""
+    of the module docstring): with ``codes``, an empty line, a mean
+    confidence under ``below`` or a code-like token; with ``doubts``, also
+    a hesitant character or punctuation glued to a word."""
     text = reading.text
     if not text.strip() or reading.mean < below:
         return True
+    if DIGIT_RUN.search(text) or MIXED_TOKEN.search(text) or CASE_FLIP.search(text):
+        return True
+    if rules == "codes":
+        return False
     if any(m < MARGIN_BELOW for m, ch in zip(reading.margins, text) if not ch.isspace()):
         return True
-    return bool(DIGIT_RUN.search(text) or MIXED_TOKEN.search(text) or CASE_FLIP.search(text) or GLUED.search(text))
+    return bool(GLUED.search(text))
 
 
 @dataclass
@@ -109,6 +122,7 @@ class CascadeRecognizer(Recognizer):
 
     accurate: Any = None
     below: float = DEFAULT_BELOW
+    rules: str = DEFAULT_RULES
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -121,7 +135,7 @@ class CascadeRecognizer(Recognizer):
         images = list(first.imgs or [])
         texts, scores = list(first.txts or ()), list(first.scores or ())
         readings = list(first.word_results or ())
-        again = [i for i, reading in enumerate(readings) if needs_recheck(reading, self.below)]
+        again = [i for i, reading in enumerate(readings) if needs_recheck(reading, self.below, self.rules)]
         self.rechecked += len(again)
         if not again:
             return first
@@ -146,6 +160,6 @@ def attach(ocr: Any, plan: RecheckPlan | None) -> Recognizer:
         from rapidocr import RapidOCR
 
         accurate = RapidOCR(params=plan.accurate_params)._load_rec_model()
-        recognizer = CascadeRecognizer(ocr._load_rec_model(), accurate=accurate, below=plan.below)
+        recognizer = CascadeRecognizer(ocr._load_rec_model(), accurate=accurate, below=plan.below, rules=plan.rules)
     ocr.text_rec = recognizer
     return recognizer

@@ -67,7 +67,7 @@ from longdoc.engines import backends, model_files
 from longdoc.engines.base import EngineCapabilities, PageImage, RecognizedPage
 from longdoc.engines.rapidocr import int8 as int8_model
 from longdoc.engines.rapidocr import worker as rapidocr_worker
-from longdoc.engines.rapidocr.cascade import RecheckPlan
+from longdoc.engines.rapidocr.cascade import RECHECK_RULES, RecheckPlan
 from longdoc.engines.rapidocr.worker import DEFAULT_PARAMS, RawPage
 from longdoc.engines.results import confidence, failed_page, quad_box
 from longdoc.engines.window import Slot, in_order
@@ -154,6 +154,8 @@ class RapidOcrEngine:
         int8: bool = _INFERENCE.rapidocr.int8,
         recognizer: str = _INFERENCE.rapidocr.recognizer,
         recheck_below: float = _INFERENCE.rapidocr.recheck_below,
+        recheck: str = _INFERENCE.rapidocr.recheck,
+        glyph_checks: bool = _INFERENCE.rapidocr.glyph_checks,
     ) -> None:
         if page_timeout_seconds <= 0:
             raise ValueError("page_timeout_seconds must be positive")
@@ -167,6 +169,8 @@ class RapidOcrEngine:
             raise ValueError(f"recognizer must be one of {', '.join(RECOGNIZERS)}, got {recognizer!r}")
         if not 0.0 <= recheck_below <= 1.0:
             raise ValueError("recheck_below must be between 0 and 1")
+        if recheck not in RECHECK_RULES:
+            raise ValueError(f"recheck must be one of {', '.join(RECHECK_RULES)}, got {recheck!r}")
         self.workers = max(1, workers)
         self.page_timeout_seconds = page_timeout_seconds
         self.threads_per_worker = max(1, threads_per_worker)
@@ -175,6 +179,8 @@ class RapidOcrEngine:
         self.int8 = int8
         self.asked_recognizer = recognizer
         self.recheck_below = recheck_below
+        self.recheck_rules = recheck
+        self.glyph_checks = glyph_checks
         self._rec_model: str | None | bool = False  # False: not looked for yet
         self._tiny: tuple[str, str] | None | bool = False  # False: not looked for yet
         self._extra_params = dict(params or {})
@@ -319,7 +325,7 @@ class RapidOcrEngine:
         if self.recognizer != "cascade":
             return first, None
         accurate = {**base, **det, **self._role_params("recheck", self.runtimes["recheck"]), **self._extra_params}
-        return first, RecheckPlan(accurate_params=accurate, below=self.recheck_below)
+        return first, RecheckPlan(accurate_params=accurate, below=self.recheck_below, rules=self.recheck_rules)
 
     @property
     def params(self) -> dict[str, Any]:
@@ -337,13 +343,17 @@ class RapidOcrEngine:
         ``PP-OCRv6[-int8]`` (small), ``PP-OCRv6-tiny`` or
         ``PP-OCRv6-tiny+small[-int8]`` (cascade), the runtimes as
         :attr:`backend` gives them (``onnxruntime``; ``openvino+onnxruntime+openvino``
-        for detector, first and second recognizer): recorded with every page
+        for detector, first and second recognizer), then what reads otherwise
+        than the defaults (``/recheck-doubts``, ``/no-glyph-checks``): recorded with every page
         (worked out once: runtimes and recognizer are settled on first use)."""
         family = self._extra_params.get("Det.ocr_version", "PP-OCRv6")
         int8 = "-int8" if self.rec_model else ""
         model = {"small": f"{family}{int8}", "tiny": f"{family}-tiny",
                  "cascade": f"{family}-tiny+small{int8}"}[self.recognizer]
-        return f"rapidocr-{_package_version('rapidocr')}/{model}/{self.backend}"
+        settings = "".join([f"/recheck-{self.recheck_rules}" if self.recognizer == "cascade" and
+                            self.recheck_rules != _INFERENCE.rapidocr.recheck else "",
+                            "" if self.glyph_checks else "/no-glyph-checks"])
+        return f"rapidocr-{_package_version('rapidocr')}/{model}/{self.backend}{settings}"
 
     # --- lifecycle -------------------------------------------------------
 
@@ -421,7 +431,7 @@ class RapidOcrEngine:
     def _recognize_here(self, page: PageImage) -> RecognizedPage:
         t0 = time.perf_counter()
         try:
-            raw = rapidocr_worker.run_ocr(self._ocr, page.image)
+            raw = rapidocr_worker.run_ocr(self._ocr, page.image, glyph_checks=self.glyph_checks)
         except Exception as exc:
             return self._failed(page, _describe(exc), time.perf_counter() - t0)
         return self._page(page, raw)
@@ -496,7 +506,9 @@ class RapidOcrEngine:
     def _start_pool(self) -> None:
         """Start ``workers`` processes and wait until each has warmed up."""
         params, recheck = self._setup()
-        pool = WorkerPool(self.workers, rapidocr_worker.init_worker, lambda: (params, os.getpid(), recheck),
+        glyph_checks = self.glyph_checks
+        pool = WorkerPool(self.workers, rapidocr_worker.init_worker,
+                          lambda: (params, os.getpid(), recheck, glyph_checks),
                           start_method=self.start_method, wait_ready=True, start_timeout_s=self.start_timeout_seconds,
                           preload=rapidocr_worker.PRELOAD)
         try:

@@ -46,6 +46,7 @@ DEFAULT_PARAMS: dict[str, Any] = {
 PRELOAD = ("rapidocr.main", __name__)
 
 _ocr: Any = None  # this process's RapidOCR object
+_glyph_checks = True  # this process's run_ocr(glyph_checks=)
 
 
 @dataclass
@@ -238,14 +239,16 @@ def cache_openvino_models(module: str = RAPIDOCR_OPENVINO) -> None:
     session.Core = CachingCore
 
 
-def init_worker(params: dict[str, Any], owner_pid: int | None = None, recheck: RecheckPlan | None = None) -> None:
+def init_worker(params: dict[str, Any], owner_pid: int | None = None, recheck: RecheckPlan | None = None,
+                glyph_checks: bool = True) -> None:
     """Process-pool initializer: tie this process to ``owner_pid`` (it exits
     when the owner does), log JSON lines, build the OCR object once."""
-    global _ocr
+    global _ocr, _glyph_checks
     if owner_pid is not None:
         procs.die_with(owner_pid)
     _json_logs()
     _ocr = build_ocr(params, recheck)
+    _glyph_checks = glyph_checks
 
 
 def _adopt_rapidocr_logger() -> None:
@@ -273,10 +276,10 @@ def ocr_page(image: np.ndarray) -> RawPage:
     """Recognize one RGB page image with this process's OCR object."""
     if _ocr is None:
         raise RuntimeError("worker not initialized: init_worker() was not run")
-    return run_ocr(_ocr, image)
+    return run_ocr(_ocr, image, glyph_checks=_glyph_checks)
 
 
-def run_ocr(ocr: Any, image: np.ndarray, *, upright: bool = True) -> RawPage:
+def run_ocr(ocr: Any, image: np.ndarray, *, upright: bool = True, glyph_checks: bool = True) -> RawPage:
     """Run ``ocr`` on an RGB ``uint8`` (H, W, 3) image.
 
     With ``upright``, a page that reads sideways (most line boxes taller
@@ -291,7 +294,8 @@ def run_ocr(ocr: Any, image: np.ndarray, *, upright: bool = True) -> RawPage:
     (:mod:`~longdoc.engines.rapidocr.pitch`); runs of a repeated symbol at a line's
     end or start, and leader dots, are then counted again from the image
     (:mod:`~longdoc.engines.rapidocr.symbol_runs`; a line's quad then reaches its
-    last leader dot).
+    last leader dot). Without ``glyph_checks`` none of these run: the
+    recognizer's reading is final.
 
     Raises ``ValueError`` for an image of the wrong shape or type; whatever
     RapidOCR raises passes through (the caller fails the page).
@@ -305,9 +309,10 @@ def run_ocr(ocr: Any, image: np.ndarray, *, upright: bool = True) -> RawPage:
             candidate = _read(ocr, image, rotation)
             if _better(candidate, best):
                 best = candidate
-    turned = _turned(image, best.rotation)
-    best.texts, best.pitches = _lines_by_glyph(turned, best.quads, best.texts, best.readings)
-    best.texts, best.quads = recount_runs(turned, best.quads, best.texts)
+    if glyph_checks:
+        turned = _turned(image, best.rotation)
+        best.texts, best.pitches = _lines_by_glyph(turned, best.quads, best.texts, best.readings)
+        best.texts, best.quads = recount_runs(turned, best.quads, best.texts)
     best.readings = []
     best.seconds = time.perf_counter() - t0
     best.lines_read, best.rechecked = (now - before for now, before in zip(_counts(ocr), counts))

@@ -200,6 +200,10 @@ function uploadCard(onAccepted) {
   // running headers, footers and page numbers in md, txt and chunks; "server default" sends nothing (export.furniture)
   const furniture = h("select", { id: "opt-furniture" },
     [["", "server default"], ["keep", "keep"], ["drop", "drop"]].map(([v, l]) => h("option", { value: v }, l)));
+  // what the engine spends on each page; "server default" sends nothing (inference.profile)
+  const profile = h("select", { id: "opt-profile" },
+    [["", "server default"], ["fast", "fast"], ["balanced", "balanced"], ["accurate", "accurate"]]
+      .map(([v, l]) => h("option", { value: v }, l)));
   const priority = h("input", { id: "opt-priority", type: "number", min: 0, max: 9, value: 0, size: 3 });
   const formats = FORMATS.map((f) => h("input", { type: "checkbox", id: `opt-format-${f}`, value: f,
     checked: DEFAULT_FORMATS.has(f) }));
@@ -211,6 +215,7 @@ function uploadCard(onAccepted) {
       priority: Number(priority.value || 0) };
     if (pages.value.trim()) o.pages = pages.value.trim();
     if (furniture.value) o.furniture = furniture.value;
+    if (profile.value) o.profile = profile.value;
     return o;
   }
 
@@ -244,6 +249,8 @@ function uploadCard(onAccepted) {
     h("div", { class: "options" },
       h("label", {}, "Pages ", pages),
       h("label", {}, "OCR ", ocr),
+      h("label", { title: "fast: tiny recognizer alone, no layout models; balanced: codes and numbers read again "
+        + "by the small model; accurate: the small model on every line" }, "Profile ", profile),
       h("label", { title: "running headers, footers and page numbers in md, txt and chunks" }, "Headers/footers ",
         furniture),
       h("span", {}, "Formats ", formats.map((c) => h("label", { class: "inline", title: FORMAT_LABELS[c.value] },

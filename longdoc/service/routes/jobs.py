@@ -29,7 +29,7 @@ UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-dat
         "file": {"type": "string", "contentMediaType": "application/octet-stream", "title": "File",
                  "description": "PDF or image (PNG, JPEG, TIFF, BMP, WebP)"},
         "options": {"anyOf": [{"type": "string"}, {"type": "null"}], "title": "Options",
-                    "description": "JSON: formats, pages, ocr, engine, dpi, regions, priority, callback_url"}}}}}}}
+                    "description": "JSON: formats, pages, ocr, engine, profile, dpi, regions, priority, callback_url"}}}}}}}
 IdemHeader = Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)]
 POLL_S = 0.25
 #: how often an open event stream checks that its key still authenticates
