@@ -66,6 +66,21 @@ DET_MODEL = "PP-OCRv6_det_small.onnx"
 REC_MODEL = "PP-OCRv6_rec_small.onnx"
 
 
+def no_telemetry() -> None:
+    """Keep OpenVINO from phoning home in this process. Importing
+    ``openvino`` (2026.4) imports its model converter, which sends a usage
+    event to Google Analytics from a child process unless a consent file in
+    the user's home says no (or ``CI=true``): every OCR and layout worker
+    did so at each start, on users' own machines, and paid ~0.1 s of CPU
+    for a helper process. Declined here, before the first import; the
+    user's files are left alone. Without the telemetry package, nothing to do."""
+    try:
+        from openvino_telemetry.utils import opt_in_checker
+    except ImportError:
+        return
+    opt_in_checker.OptInChecker.check = lambda *args, **kwargs: opt_in_checker.ConsentCheckResult.DECLINED
+
+
 def available(backend: str) -> bool:
     """Whether the runtime's Python package is installed."""
     return importlib.util.find_spec(backend) is not None

@@ -244,3 +244,36 @@ def test_a_recognizer_on_openvino_reads_each_line_as_on_onnx_runtime():
                          (recognizer(TextRecInput(img=[crop])) for crop in crops)]
     assert [t for t, _ in read["openvino"]] == [t for t, _ in read["onnxruntime"]]
     assert np.allclose([s for _, s in read["openvino"]], [s for _, s in read["onnxruntime"]], atol=1e-4), read
+
+
+_TELEMETRY_PROBE = """
+import multiprocessing, sys, time
+started = []
+start = multiprocessing.Process.start
+def recording_start(self):
+    started.append(self)
+    return start(self)
+multiprocessing.Process.start = recording_start
+from longdoc.engines.rapidocr.worker import cache_openvino_models
+cache_openvino_models()
+import openvino
+time.sleep(1.0)  # the telemetry sender runs in a thread
+print(len(started))
+"""
+
+
+def test_loading_openvino_sends_no_telemetry(tmp_path):
+    """OpenVINO's import sends a usage event to Google Analytics from a
+    child process unless a consent file says no (or ``CI=true``): a worker
+    that loads it, outside CI and with no consent file, starts no process."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("openvino")
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "TF_BUILD", "JENKINS_URL")}
+    env["HOME"] = str(tmp_path)  # no consent file in it
+    out = subprocess.run([sys.executable, "-c", _TELEMETRY_PROBE], env=env, capture_output=True, text=True,
+                         timeout=120, cwd=os.getcwd())
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] == "0", out.stdout

@@ -212,6 +212,9 @@ def cache_openvino_models(module: str = RAPIDOCR_OPENVINO) -> None:
     way to set either, so the ``Core`` their session module uses is replaced
     by one that does (in this process only). Without OpenVINO or the
     module, or with a read-only cache folder, nothing changes."""
+    from longdoc.engines.backends import cache_dir, no_telemetry
+
+    no_telemetry()
     try:
         import openvino
         session = importlib.import_module(module)
@@ -219,7 +222,6 @@ def cache_openvino_models(module: str = RAPIDOCR_OPENVINO) -> None:
         return
     if getattr(session.Core, "longdoc_cache", False):
         return
-    from longdoc.engines.backends import cache_dir
 
     folder = cache_dir() / "openvino"
     try:
