@@ -264,9 +264,10 @@ class RapidOcrSettings(_Section):
         "doubts: also every line with one hesitant character or punctuation glued to a word (about a third of a "
         "real page's lines)")
     glyph_checks: bool = Field(default=True, description="read again from the page's pixels what the "
-                               "recognizer guesses: O or 0 inside codes, the spaces of fixed-pitch (code) lines, "
-                               "runs of a repeated symbol and leader dots (about a sixth of the tiny recognizer's "
-                               "page time)")
+                               "recognizer guesses in codes: O or 0 by the glyph's shape, the spaces of "
+                               "fixed-pitch (code) lines by their character grid (about an eighth of the tiny "
+                               "recognizer's page time; runs of a repeated symbol and leader dots are counted "
+                               "from the pixels either way)")
     int8: bool = Field(default=False, description="the int8 copy of the small recognizer, built from the "
                        "wheel's model (its convolutions in int8): 1.2x faster on ONNX Runtime, slower on OpenVINO, "
                        "and it reads real documents worse (line CER 1.23% against 1.11%, bench/lines.py); "

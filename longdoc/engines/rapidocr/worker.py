@@ -296,8 +296,10 @@ def run_ocr(ocr: Any, image: np.ndarray, *, upright: bool = True, glyph_checks: 
     (:mod:`~longdoc.engines.rapidocr.pitch`); runs of a repeated symbol at a line's
     end or start, and leader dots, are then counted again from the image
     (:mod:`~longdoc.engines.rapidocr.symbol_runs`; a line's quad then reaches its
-    last leader dot). Without ``glyph_checks`` none of these run: the
-    recognizer's reading is final.
+    last leader dot). Without ``glyph_checks`` the first two do not run
+    (codes and fixed-pitch lines read as the recognizer read them); runs
+    and leaders are always counted (a contents page's dots are most of its
+    characters).
 
     Raises ``ValueError`` for an image of the wrong shape or type; whatever
     RapidOCR raises passes through (the caller fails the page).
@@ -311,10 +313,10 @@ def run_ocr(ocr: Any, image: np.ndarray, *, upright: bool = True, glyph_checks: 
             candidate = _read(ocr, image, rotation)
             if _better(candidate, best):
                 best = candidate
+    turned = _turned(image, best.rotation)
     if glyph_checks:
-        turned = _turned(image, best.rotation)
         best.texts, best.pitches = _lines_by_glyph(turned, best.quads, best.texts, best.readings)
-        best.texts, best.quads = recount_runs(turned, best.quads, best.texts)
+    best.texts, best.quads = recount_runs(turned, best.quads, best.texts)
     best.readings = []
     best.seconds = time.perf_counter() - t0
     best.lines_read, best.rechecked = (now - before for now, before in zip(_counts(ocr), counts))
