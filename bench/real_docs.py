@@ -208,6 +208,9 @@ def main() -> int:
     ap.add_argument("--recognizer", default="", help="also run longdoc with these inference.rapidocr.recognizer values")
     ap.add_argument("--profiles", default="", help="also run longdoc with these inference.profile values "
                     "(comma-separated: fast, balanced, accurate), as tools 'longdoc:<profile>'")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME:KEY=VALUE[,KEY=VALUE]",
+                    help="also run longdoc with these environment settings, as tool 'longdoc:NAME' (e.g. "
+                         "nore:LONGDOC_INFERENCE__PROFILE=balanced,LONGDOC_INFERENCE__REGIONS=false)")
     ap.add_argument("--tree", action="append", default=[], metavar="NAME=DIR",
                     help="also run the longdoc package of another checkout (a git worktree of an earlier commit: "
                          "git worktree add DIR COMMIT), as tool 'longdoc@NAME', for a same-run before/after")
@@ -234,6 +237,9 @@ def main() -> int:
         tools.append(("longdoc", {}))
     tools += [(f"longdoc:{r}", {"LONGDOC_INFERENCE__RAPIDOCR__RECOGNIZER": r}) for r in args.recognizer.split(",") if r]
     tools += [(f"longdoc:{p}", {"LONGDOC_INFERENCE__PROFILE": p}) for p in args.profiles.split(",") if p]
+    for spec in args.variant:
+        name, _, settings = spec.partition(":")
+        tools.append((f"longdoc:{name}", dict(kv.split("=", 1) for kv in settings.split(",") if kv)))
     for spec in args.tree:
         name, _, tree = spec.partition("=")
         tools.append((f"longdoc@{name}", {"PYTHONPATH": str(Path(tree).resolve())}))

@@ -195,19 +195,35 @@ def _probe(candidates: Candidates, probe: Callable[..., dict[str, dict[str, floa
         return {}
 
 
-def _read_cache() -> dict[str, Any]:
+#: the file of :func:`remember` (apart from the runtimes' choice, ``backend.json``)
+FACTS_FILE = "machine-facts.json"
+
+
+def remembered(key: str) -> dict[str, Any] | None:
+    """What :func:`remember` kept under ``key`` in this machine's cache (None: nothing)."""
+    entry = _read_cache(FACTS_FILE).get(key)
+    return entry if isinstance(entry, dict) else None
+
+
+def remember(key: str, entry: dict[str, Any]) -> None:
+    """Keep ``entry`` (JSON) under ``key`` (a :func:`machine_key`-based name)
+    in this machine's cache folder (:data:`FACTS_FILE`)."""
+    _write_cache(key, entry, FACTS_FILE)
+
+
+def _read_cache(name: str = "backend.json") -> dict[str, Any]:
     try:
-        data = json.loads((cache_dir() / "backend.json").read_text())
+        data = json.loads((cache_dir() / name).read_text())
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
 
 
-def _write_cache(key: str, entry: dict[str, Any]) -> None:
-    path = cache_dir() / "backend.json"
+def _write_cache(key: str, entry: dict[str, Any], name: str = "backend.json") -> None:
+    path = cache_dir() / name
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = {**_read_cache(), key: entry}
+        data = {**_read_cache(name), key: entry}
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(data, indent=1))
         tmp.replace(path)

@@ -76,7 +76,7 @@ def test_auto_reads_with_small_alone_where_small_costs_little_more_than_tiny(tmp
         timed["recheck"]["openvino"] = small
         monkeypatch.setattr(backends, "_probe", lambda candidates, probe: {r: dict(s) for r, s in timed.items()})
         (tmp_path / "backend.json").unlink(missing_ok=True)
-        engine = RapidOcrEngine(workers=1, backend="auto")
+        engine = RapidOcrEngine(workers=1, backend="auto", recognizer="auto")
         assert engine.recognizer == expected
         assert engine.runtimes == ({"det": "openvino", "rec": "onnxruntime", "recheck": "openvino"} if expected == "cascade"
                                    else {"det": "openvino", "rec": "openvino"})
@@ -217,6 +217,26 @@ def test_a_model_that_misreads_at_openvinos_own_precision_is_compiled_again_in_f
     assert "32" in str(compiled.get_property("INFERENCE_PRECISION_HINT"))
     assert rapidocr_worker.calibration_problem(model, "rec") is None
     assert any("misreads" in r.getMessage() for r in caplog.records)
+
+
+@needs_openvino
+def test_the_calibration_verdict_is_remembered_per_model(tmp_path, monkeypatch):
+    """A model OpenVINO computes at its own precision is checked on the
+    calibration lines once per machine and model, not at every worker start."""
+    from longdoc.engines.model_files import tiny_recognizer
+    from longdoc.engines.rapidocr import worker as rapidocr_worker
+
+    monkeypatch.setenv("LONGDOC_CACHE_DIR", str(tmp_path))
+    checked: list[str] = []
+    real = rapidocr_worker.calibration_problem
+    monkeypatch.setattr(rapidocr_worker, "calibration_problem", lambda model, role: checked.append(role) or
+                        real(model, role))
+    tiny, keys = (str(p) for p in tiny_recognizer())
+    for _ in range(2):
+        rapidocr_worker.load_model(_ocr("openvino", tiny, keys), "rec", cascade=True)
+    assert checked == ["rec"]
+    rapidocr_worker.load_model(_ocr("openvino"), "rec", cascade=True)  # another model: checked on its own
+    assert checked == ["rec", "rec"]
 
 
 @needs_openvino

@@ -121,13 +121,24 @@ def load_model(ocr: Any, role: str, cascade: bool) -> Any:
     2026.4's bfloat16 on a Xeon with AMX read the small recognizer's lines
     as garbage (``"   妖"`` for ``"the quick brown fox"``) while tiny and
     the detector read right: what a precision does to a model is found
-    out on the machine, not assumed."""
+    out on the machine, not assumed. The verdict is remembered for this
+    machine, model and runtime versions (with the runtimes' choice,
+    :mod:`~longdoc.engines.backends`): the check is a full inference at a
+    shape no page has, ~0.5 s of CPU in every worker at every start."""
+    from longdoc.engines import backends
+
     precision = precision_of(role, cascade)
     with openvino_precision(precision):
         model = _load(ocr, role)
     if precision == OPENVINO_PRECISION or not _on_openvino(model):
         return model
-    problem = calibration_problem(model, role)
+    key = "calibration-" + backends.machine_key(1, [role, *_model_facts(ocr, role)])
+    remembered = backends.remembered(key)
+    if remembered is not None and "problem" in remembered:
+        problem = remembered["problem"]
+    else:
+        problem = calibration_problem(model, role)
+        backends.remember(key, {"problem": problem, "role": role, "checked_at": time.time()})
     if problem is None:
         return model
     logging.getLogger(__name__).warning(
@@ -139,6 +150,16 @@ def load_model(ocr: Any, role: str, cascade: bool) -> Any:
         ocr.text_rec = None
     with openvino_precision(OPENVINO_PRECISION):
         return _load(ocr, role)
+
+
+def _model_facts(ocr: Any, role: str) -> list[str]:
+    """What names the model of ``role`` in ``ocr``'s settings (its file, or
+    the wheel's model by version, type and language), as model files for
+    :func:`~longdoc.engines.backends.machine_key` (a file is taken by its hash)."""
+    cfg = ocr.cfg.Det if role == "det" else ocr.cfg.Rec
+    names = [str(cfg.get(k)) for k in ("ocr_version", "model_type", "lang_type", "engine_type")]
+    path = cfg.get("model_path")
+    return [str(path) if path else "", "/".join(names)]
 
 
 def _load(ocr: Any, role: str) -> Any:
