@@ -33,7 +33,7 @@ structure) on and off — the "off" run is the baseline of the same run.
 
 Nothing is asserted; zero tables found is a valid result.
 
-    python bench/reading_quality.py [--max-pages 20] [--only SUBSTRING] [--skip-speed]
+    [LONGDOC_INFERENCE__PROFILE=fast|balanced|accurate] python bench/reading_quality.py [--max-pages 20] [--only SUBSTRING] [--skip-speed]
                                     [--born-pages 12] [--speed-pages 4] [--scan-pages 1] [--rounds 1]
                                     [--generated-only]
 """
@@ -84,7 +84,9 @@ class Runner:
         """(Markdown, JSON document, wall seconds), uncached."""
         self.count += 1
         out = self.tmp / f"run{self.count}"
-        options = ParseOptions(pages=pages, ocr=ocr, regions=regions, dpi=200, formats=("md", "json"))  # type: ignore[arg-type]
+        # from the settings: their profile (LONGDOC_INFERENCE__PROFILE) reads, regions as asked
+        options = ParseOptions.from_settings(self.pipeline.settings, pages=pages, ocr=ocr, regions=regions, dpi=200,
+                                             formats=("md", "json"))
         t0 = time.perf_counter()
         result = self.pipeline.parse(pdf, out, options)
         seconds = time.perf_counter() - t0
