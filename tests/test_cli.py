@@ -51,6 +51,15 @@ def test_parse_writes_the_export_formats_under_their_file_names(tmp_path, capsys
     assert not list((tmp_path / "o").glob("*.partial")) and not list((tmp_path / "o").glob("*.part"))
 
 
+def test_the_profile_chosen_is_recorded_with_what_it_set(tmp_path, capsys):
+    doc = english_report(tmp_path, pages=2)
+    code, _, err = run_cli(capsys, "parse", doc.pdf_path, "-o", tmp_path / "o", "--format", "json", "--ocr", "off",
+                           "--profile", "fast")
+    assert code == 0, err
+    options = json.loads((tmp_path / "o" / f"{doc.pdf_path.stem}.json").read_text())["options"]
+    assert options["profile"] == "fast" and options["regions"] is False  # fast's own: no layout models
+
+
 def test_config_file_and_environment_reach_the_run(tmp_path, capsys, monkeypatch):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("inference: {page_chunk_size: 5, chunk_overlap: 1}\nlimits: {max_pages: 7}\n")
