@@ -130,7 +130,9 @@ def reading_order(lines: Sequence[LineBox], min_gutter: float, min_column: float
     they are read row by row. Lines whose ``idx`` is in ``columnar`` are
     known to be text in columns (the layout model took them for a table
     whose grid did not fit them, or for a picture): a region made mostly
-    of them is never read as a table. Iterative, so a pathological page
+    of them is never read as a table, though still row by row where one
+    of its two columns labels the other's rows (a definition list the
+    layout model called a table: each term beside its definition). Iterative, so a pathological page
     cannot exhaust the recursion limit; each step splits a region into
     strictly smaller ones, so it always terminates.
     """
@@ -155,8 +157,8 @@ def _cut(region: list[LineBox], cut: _Cut) -> list[list[LineBox]] | None:
     if len(groups) > 1:
         return [g.lines for g in groups]
     columns = _columns(region, cut)
-    if len(columns) < 2 or (
-            (_table_like(region, columns) or _labelled_rows(columns)) and not _known_columnar(region, cut)):
+    if len(columns) < 2 or _labelled_rows(columns) or (
+            _table_like(region, columns) and not _known_columnar(region, cut)):
         return None
     return columns
 

@@ -92,6 +92,48 @@ def test_an_option_list_is_read_each_flag_before_its_description():
         at = found + len(item)
 
 
+#: terms and definitions long enough to be running text (60+ characters a line)
+TERMS_DEFINED = [
+    ("(empty)", ["the empty string, which stands for no colour at all"]),
+    ("(minus)", ["a non-empty string consisting of one or more minus signs in a row",
+                 "read as the complement of the colour"]),
+    ("(int)", ["an integer number with an optional sign, in decimal digits"]),
+    ("(num)", ["a non-negative integer number written in decimal digits only"]),
+    ("(dec)", ["a real number written with a decimal point and an optional sign",
+               "between minus and plus one hundred"]),
+    ("(pct)", ["a real number from the interval from zero to one hundred inclusive"]),
+]
+
+
+def test_a_definition_list_the_layout_model_took_for_a_picture_is_read_row_by_row():
+    """The layout model calls a definition list (each term beside a long
+    definition) a figure: its definitions are running text, back in the
+    body and known to be in columns, yet the terms label the definitions'
+    rows, so each term is read before its definition (xcolor's table of
+    arguments, hyperref's list of options, read by a real scan)."""
+    col = Column(FULL, 90.0)
+    col.paragraph(PARAGRAPHS[0])
+    y = col.y + 8.0
+    lines = []
+    for term, definition in TERMS_DEFINED:
+        lines.append(line(term, 72.0, y))
+        for k, text in enumerate(definition):
+            lines.append(line(text, 130.0, y + k * PITCH))
+        y += len(definition) * PITCH
+    col.y = y + 8.0
+    col.paragraph(PARAGRAPHS[1])
+    top, bottom = min(l.bbox.y0 for l in lines), max(l.bbox.y1 for l in lines)
+    region = Region(kind=RegionKind.FIGURE, bbox=BBox(x0=66.0, y0=top - 2, x1=545.0, y1=bottom + 2), score=0.8)
+    page = page_of(raster([*col.lines, *lines])).model_copy(update={"regions": [region]})
+    blocks = sorted(layout_page(page, {}), key=lambda b: b.order)
+    flat = " ".join(" ".join(b.text for b in blocks).split())
+    at = 0
+    for item in (f"{term} {' '.join(definition)}" for term, definition in TERMS_DEFINED):
+        found = flat.find(item, at)
+        assert found >= 0, (item, flat)
+        at = found + len(item)
+
+
 # --- an index the layout model took for a table ------------------------------------------
 
 TERMS = ["abbreviations", "accents", "alignment", "appendix", "arrays", "bibliography", "boxes", "captions",
