@@ -52,7 +52,7 @@ def test_parse_writes_the_export_formats_under_their_file_names(tmp_path, capsys
 
 
 def test_the_profile_chosen_is_recorded_with_what_it_set(tmp_path, capsys):
-    doc = english_report(tmp_path, pages=2)
+    doc = english_report(tmp_path, pages=3)
     code, _, err = run_cli(capsys, "parse", doc.pdf_path, "-o", tmp_path / "o", "--format", "json", "--ocr", "off",
                            "--profile", "fast")
     assert code == 0, err
