@@ -62,21 +62,26 @@ OPTIONS = [
 ]
 
 
-def _options_page():
-    """A paragraph, the options (flags at x=72, descriptions at x=180, on
-    the text's pitch), a paragraph."""
+def _labelled_page(items: list[tuple[str, list[str]]], text_x: float):
+    """A paragraph, the items (labels at x=72, their text's lines at
+    ``text_x``, on the text's pitch), a paragraph; and the items' lines."""
     col = Column(FULL, 90.0)
     col.paragraph(PARAGRAPHS[0])
     y = col.y + 8.0
     lines = []
-    for flag, desc in OPTIONS:
-        lines.append(line(flag, 72.0, y))
-        for k, text in enumerate(desc):
-            lines.append(line(text, 180.0, y + k * PITCH))
-        y += len(desc) * PITCH
+    for label, text_lines in items:
+        lines.append(line(label, 72.0, y))
+        for k, text in enumerate(text_lines):
+            lines.append(line(text, text_x, y + k * PITCH))
+        y += len(text_lines) * PITCH
     col.y = y + 8.0
     col.paragraph(PARAGRAPHS[1])
-    return page_of(raster([*col.lines, *lines]))
+    return page_of(raster([*col.lines, *lines])), lines
+
+
+def _options_page():
+    """A paragraph, the options (flags at x=72, descriptions at x=180), a paragraph."""
+    return _labelled_page(OPTIONS, 180.0)[0]
 
 
 def test_an_option_list_is_read_each_flag_before_its_description():
@@ -111,20 +116,10 @@ def test_a_definition_list_the_layout_model_took_for_a_picture_is_read_row_by_ro
     body and known to be in columns, yet the terms label the definitions'
     rows, so each term is read before its definition (xcolor's table of
     arguments, hyperref's list of options, read by a real scan)."""
-    col = Column(FULL, 90.0)
-    col.paragraph(PARAGRAPHS[0])
-    y = col.y + 8.0
-    lines = []
-    for term, definition in TERMS_DEFINED:
-        lines.append(line(term, 72.0, y))
-        for k, text in enumerate(definition):
-            lines.append(line(text, 130.0, y + k * PITCH))
-        y += len(definition) * PITCH
-    col.y = y + 8.0
-    col.paragraph(PARAGRAPHS[1])
+    page, lines = _labelled_page(TERMS_DEFINED, 130.0)
     top, bottom = min(l.bbox.y0 for l in lines), max(l.bbox.y1 for l in lines)
     region = Region(kind=RegionKind.FIGURE, bbox=BBox(x0=66.0, y0=top - 2, x1=545.0, y1=bottom + 2), score=0.8)
-    page = page_of(raster([*col.lines, *lines])).model_copy(update={"regions": [region]})
+    page = page.model_copy(update={"regions": [region]})
     blocks = sorted(layout_page(page, {}), key=lambda b: b.order)
     flat = " ".join(" ".join(b.text for b in blocks).split())
     at = 0
