@@ -88,7 +88,7 @@ from _common import ROOT  # noqa: F401  (ROOT puts the repo on sys.path)
 from tests.docgen import english_report, long_textlayer, rasterize  # noqa: E402
 from tests.pg import PG_ADMIN_URL, PgServer  # noqa: E402
 from tests.service.conftest import Server  # noqa: E402
-from tests.worker.conftest import AWS_ENV, Fleet, free_port  # noqa: E402
+from tests.runner.conftest import AWS_ENV, Fleet, free_port  # noqa: E402
 
 for _name in [k for k in os.environ if k.startswith("LONGDOC_")]:
     del os.environ[_name]  # the config file alone defines every process of the run

@@ -31,7 +31,7 @@ def serve(
     On SIGTERM it stops intake and checkpoints running jobs; they resume on the next start."""
     import os
 
-    from longdoc import procs
+    from longdoc.runtime import procs
     from longdoc.service import listeners
     from longdoc.service.app import create_app
     from longdoc.service.connections import ConnectionPolicy
@@ -63,7 +63,7 @@ def worker(
     from longdoc.jobs import db
     from longdoc.jobs.task_repo import QUEUES
     from longdoc.service.logs import configure_logging
-    from longdoc.worker.celery_app import configure_worker, make_app
+    from longdoc.runner.celery_app import configure_worker, make_app
 
     settings = load_settings(config)
     if settings.queue.backend != "celery":
@@ -234,7 +234,7 @@ def audit_list(
 ) -> None:
     """List audit records, newest first, one JSON object a line (who, from where, what, how it ended;
     never the key or document contents)."""
-    from longdoc.jobs.audit import MAX_LIST_LIMIT, AuditRepo, audit_public
+    from longdoc.audit.trail import MAX_LIST_LIMIT, AuditRepo, audit_public
     from longdoc.jobs.models import parse_utc
 
     if not 1 <= limit <= MAX_LIST_LIMIT:

@@ -7,7 +7,7 @@
   status, CLI exit code, whether a retry may succeed, when, and the hint;
 - ``metrics.md`` from the Prometheus registries the processes build: the
   embedded server's and the fleet API's (``Container``) and a fleet worker
-  process's (``WorkerRuntime``);
+  process's (``Runner``);
 - ``document.schema.json``: the JSON Schema of the JSON export
   (``longdoc.model.Document``).
 
@@ -234,7 +234,7 @@ def _families(registry: Any) -> list[tuple[str, str, tuple[str, ...], str]]:
     for collector in list(registry._collector_to_names):  # every registered collector, in order
         if isinstance(collector, MetricWrapperBase):
             labels = tuple(collector._labelnames)
-        elif hasattr(collector, "label"):  # longdoc.jobs.metrics._Mirror
+        elif hasattr(collector, "label"):  # longdoc.runner.metrics._Mirror
             labels = (collector.label,) if collector.label else ()
         else:
             labels = ()
@@ -249,7 +249,7 @@ def metric_registries() -> dict[str, list[tuple[str, str, tuple[str, ...], str]]
     """The families each kind of process serves at its /metrics."""
     from longdoc.config import load_settings
     from longdoc.service.container import Container
-    from longdoc.worker.runtime import WorkerRuntime
+    from longdoc.runner.runner import Runner
 
     def settings(root: Path, backend: str):
         overrides: dict[str, dict[str, Any]] = {
@@ -273,7 +273,7 @@ def metric_registries() -> dict[str, list[tuple[str, str, tuple[str, ...], str]]
                     out[label] = _families(container.metrics.registry)
                 finally:
                     container.stop()
-            runtime = WorkerRuntime(settings(Path(tmp) / "worker", "celery"), "docs:0:reference", lambda *a, **k: None)
+            runtime = Runner(settings(Path(tmp) / "worker", "celery"), "docs:0:reference", lambda *a, **k: None)
             try:
                 out["fleet worker"] = _families(runtime.metrics.registry)
             finally:
@@ -284,7 +284,7 @@ def metric_registries() -> dict[str, list[tuple[str, str, tuple[str, ...], str]]
 
 
 def metrics_md() -> str:
-    import longdoc.jobs.metrics as metrics
+    import longdoc.runner.metrics as metrics
 
     registries = metric_registries()
     rows: dict[str, tuple[str, tuple[str, ...], str]] = {}
@@ -296,7 +296,7 @@ def metrics_md() -> str:
     lines = [
         "# Metrics reference",
         "",
-        BANNER.format(source="the registries longdoc/jobs/metrics.py and longdoc/service/container.py build"),
+        BANNER.format(source="the registries longdoc/runner/metrics.py and longdoc/service/container.py build"),
         "",
         *[_rst(p) + "\n" for p in _paragraphs(metrics.__doc__)],
         "`longdoc serve` serves its registry at `/metrics`; on the fleet each",

@@ -107,7 +107,7 @@ def standin_server(tmp_path_factory):
 #: started first, they do not leave one worker running alone at the end.
 #: Everything else keeps its order.
 SLOW_FILES = (   # seconds each took in a full run (3 workers on 2 cores), 2026-12-06 (test_restarts: 12-07)
-    "tests/worker/test_fleet.py",                  # 189
+    "tests/runner/test_fleet.py",                  # 189
     "tests/service/test_restarts.py",              # 112
     "tests/engines/test_openai_standin.py",        # 81
     "tests/engines/test_backends.py",              # 70
@@ -131,7 +131,7 @@ SLOW_FILES = (   # seconds each took in a full run (3 workers on 2 cores), 2026-
     "tests/bench/test_gpu_check.py",               # 35
     "tests/service/test_native_engine.py",         # 32
     "tests/service/test_delete_leaves_nothing.py", # 30
-    "tests/worker/test_inprocess.py",              # 29
+    "tests/runner/test_inprocess.py",              # 29
     "tests/service/test_openapi_fuzz.py",          # 28
     "tests/engines/test_openai_faults.py",         # 28
     "tests/service/test_tls.py",                   # 28
@@ -153,7 +153,7 @@ SLOW_FILES = (   # seconds each took in a full run (3 workers on 2 cores), 2026-
 #: Everything else needs no model; in the fast tier a test that loads one
 #: anyway fails, naming this list.
 MODEL_FILES = (
-    "tests/client/", "tests/worker/",
+    "tests/client/", "tests/runner/",
     "tests/service/test_console.py", "tests/service/test_durability.py", "tests/service/test_exports_api.py",
     "tests/service/test_hardening.py", "tests/service/test_job_flow.py", "tests/service/test_limits.py",
     "tests/service/test_native_engine.py", "tests/service/test_openai_engine.py",

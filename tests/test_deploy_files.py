@@ -247,7 +247,7 @@ def test_a_worker_process_serves_the_counters_of_its_work() -> None:
     """What a worker process serves on queue.worker_metrics_port (the same
     Metrics the worker runtime builds) holds the counters only workers move
     on the fleet."""
-    from longdoc.jobs.metrics import Metrics
+    from longdoc.runner.metrics import Metrics
 
     families = {family.name for family in Metrics().registry.collect()}
     for name in ("longdoc_pages", "longdoc_stage_seconds", "longdoc_jobs_finished", "longdoc_webhook_attempts"):

@@ -2,7 +2,7 @@
 naming its setting, when the client, the listener or the Redis connection
 is set up, not a failure of its first connection. (The hops themselves are
 tested for real in tests/service/test_tls.py, test_rate_limit_redis.py,
-tests/worker/test_fleet.py and tests/storage/test_s3_store_moto.py.)"""
+tests/runner/test_fleet.py and tests/storage/test_s3_store_moto.py.)"""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Literal
 
-from longdoc import procs
+from longdoc.runtime import procs
 from longdoc.engines.model_files import sha256_of
 from longdoc.errors import EngineUnavailable
 

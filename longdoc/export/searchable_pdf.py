@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from longdoc import procs
+from longdoc.runtime import procs
 from longdoc.config import LimitSettings
 from longdoc.errors import LongdocError, OutputError, ResourceLimit
 from longdoc.export import pdf_layer

@@ -29,7 +29,7 @@ descriptor is passed over the pipe, not through it: one copy on each side
 instead of pickling 12 MB per A4 page at 200 dpi (measured: 78 → 43 ms a
 render round trip, against 23 ms in process).
 
-The child dies with the process that owns it (:func:`longdoc.procs.die_with`)
+The child dies with the process that owns it (:func:`longdoc.runtime.procs.die_with`)
 and the memory it used goes back to the system with it. One source serves
 one thread at a time (a lock guards the pipe).
 """
@@ -50,7 +50,7 @@ from typing import Any, Self
 
 from PIL import Image
 
-from longdoc import procs
+from longdoc.runtime import procs
 from longdoc.config import LimitSettings
 from longdoc.errors import ConfigError, LongdocError, ResourceLimit
 from longdoc.ingest.open import open_document
@@ -67,7 +67,7 @@ _METHODS = ("page_size", "render", "text_layer")
 def check_helper_sockets() -> None:
     """Raise ConfigError (at start-up) when no sandbox could start in this
     process: the temporary folder is too long a path for the fork server's
-    Unix socket (:func:`longdoc.procs.socket_path_problem`), which would
+    Unix socket (:func:`longdoc.runtime.procs.socket_path_problem`), which would
     otherwise fail every document opened, each an internal error."""
     if (problem := procs.socket_path_problem()) is not None:
         raise ConfigError(problem, hint="Set TMPDIR to a shorter folder (e.g. /tmp), or unset it.")

@@ -58,6 +58,15 @@ class RenderedPage:
         return self.image.height
 
 
+class TextLayerView(Protocol):
+    """What judging a page by its text layer reads of a source: its size and
+    its text layer (a :class:`DocumentSource`, or what a render task read)."""
+
+    def page_size(self, page: int) -> tuple[float, float]: ...
+
+    def text_layer(self, page: int) -> list[Line] | None: ...
+
+
 @runtime_checkable
 class DocumentSource(Protocol):
     """An opened input document. Use it as a context manager or call close().

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from longdoc.jobs.outbox import JOB_FINISHED
+from longdoc.webhooks.outbox import JOB_FINISHED
 
 
 class JobLinks(BaseModel):

@@ -26,11 +26,14 @@ from dataclasses import dataclass
 
 from longdoc.engines.base import Engine, EngineSession, GroupPlan, PageGroup, PageImage
 from longdoc.errors import EngineFailed, LongdocError, ResourceLimit
-from longdoc.ingest.source import DocumentSource
+from longdoc.ingest.source import DocumentSource, TextLayerView
 from longdoc.ingest.textlayer import judge_text_layer
 from longdoc.model import ErrorInfo, Page, PageStatus, TextSource
 from longdoc.plan import Admission, FairTurns
+from longdoc.pipeline.options import ParseOptions
+from longdoc.pipeline.regions import worth_analyzing
 from longdoc.pipeline.render import iter_page_images
+from longdoc.regions.detector import REGION_DPI
 
 TEXT_LAYER_ENGINE = "text_layer"
 
@@ -110,7 +113,7 @@ def recognize_group(
     return pages
 
 
-def from_text_layer(source: DocumentSource, number: int, ocr: str, sizes: dict[int, tuple[float, float]],
+def from_text_layer(source: TextLayerView, number: int, ocr: str, sizes: dict[int, tuple[float, float]],
                      version: str) -> Page | str:
     """The page from its text layer, a failed page, or why it needs OCR."""
     t0 = time.perf_counter()
@@ -217,3 +220,20 @@ def _size_or_zero(source: DocumentSource, number: int) -> tuple[float, float]:
         return source.page_size(number)
     except LongdocError:
         return (0.0, 0.0)
+
+
+def renders_wanted(options: ParseOptions, text_layer_version: str) -> Callable[[TextLayerView, int], set[int]]:
+    """Which renders (DPIs) a page needs before its engine reads it, judged
+    the way the recognize stage will judge it: none for a page its text layer
+    reads (the region models' render when its regions are worth analyzing),
+    the engine's DPI (and the region models') for a page that needs OCR.
+    A render task (:func:`longdoc.ingest.prepared.prepare_group`) asks this
+    so the engine task never opens the document."""
+
+    def wanted(read: TextLayerView, number: int) -> set[int]:
+        decided = from_text_layer(read, number, options.ocr, {}, text_layer_version)
+        if isinstance(decided, Page):
+            return {REGION_DPI} if options.regions and decided.lines and worth_analyzing(decided) else set()
+        return {options.dpi, REGION_DPI} if options.regions else {options.dpi}
+
+    return wanted

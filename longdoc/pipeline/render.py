@@ -47,3 +47,4 @@ def iter_page_images(
         if on_rendered is not None:
             on_rendered(page, time.perf_counter() - t0)
         yield page
+

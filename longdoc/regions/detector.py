@@ -3,7 +3,7 @@ footers are, and each table's cells.
 
 :class:`RegionDetector` runs the layout and table-structure models
 (:mod:`~longdoc.regions.worker`) in a pool of worker processes
-(:class:`~longdoc.worker_pool.WorkerPool`, the pool RapidOCR uses too; they exit with their owner), and turns their pixel
+(:class:`~longdoc.runtime.pool.WorkerPool`, the pool RapidOCR uses too; they exit with their owner), and turns their pixel
 results into the document model's :class:`~longdoc.model.Region` in points.
 It reads a page rendered at :data:`REGION_DPI` (the layout model resizes
 every page to 608×800 anyway); the table cells come without text (layout
@@ -31,7 +31,7 @@ from longdoc.engines.base import PageImage
 from longdoc.engines.model_files import ModelFileError, layout_model, table_model
 from longdoc.model import BBox, Region, RegionKind, TableCell
 from longdoc.regions import worker as regions_worker
-from longdoc.worker_pool import WorkerPool
+from longdoc.runtime.pool import WorkerPool
 
 log = logging.getLogger(__name__)
 

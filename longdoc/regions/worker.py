@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from longdoc import procs
+from longdoc.runtime import procs
 
 MIN_SCORE = 0.5
 #: overlap (share of the smaller box) above which two regions are the same area

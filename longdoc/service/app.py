@@ -20,7 +20,7 @@ styles from this server (:func:`_api_docs`, files of the pinned
 
 With ``service.audit`` every request that reads or changes a tenant's data,
 every admin action and every failed authentication is recorded by
-:class:`~longdoc.service.audit.AuditTrail` (outside the upload gate, so its
+:class:`~longdoc.audit.middleware.AuditTrail` (outside the upload gate, so its
 refusals are recorded too); the error handlers note their code for it.
 
 With ``service.admin_port`` the admin API is apart: :class:`AdminApart`
@@ -48,7 +48,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from longdoc import __version__
 from longdoc.config import Settings
 from longdoc.errors import BodyTooLarge, InvalidUpload, LongdocError, UploadTooLarge
-from longdoc.service import audit
+from longdoc.audit import middleware as audit
 from longdoc.service.container import Container
 from longdoc.service.deps import AUTHENTICATED_KEY, authenticate, require_admin
 from longdoc.service.routes import admin, console, jobs, ops

@@ -4,13 +4,13 @@ dispatcher, metrics, the audit trail's writer and the readiness state. Routes re
 :mod:`longdoc.service.deps`.
 
 The API side never runs a page. Jobs run as tasks either way
-(:mod:`longdoc.jobs.steps`), and the API only records a job and sends its
-first task (:class:`~longdoc.jobs.dispatch.Dispatcher`). With
+(:mod:`longdoc.runner.steps`), and the API only records a job and sends its
+first task (:class:`~longdoc.runner.dispatch.Dispatcher`). With
 ``queue.backend: celery`` the broker carries it to ``longdoc worker``
 processes; with ``embedded`` this process is the fleet on one machine: it
-also holds a :class:`~longdoc.worker.runtime.WorkerRuntime` (pipeline, task
+also holds a :class:`~longdoc.runner.runner.Runner` (pipeline, task
 steps, webhook outbox, reconciler) and the in-process transport whose
-pools run the tasks (:mod:`longdoc.worker.inprocess`)."""
+pools run the tasks (:mod:`longdoc.runner.inprocess`)."""
 
 from __future__ import annotations
 
@@ -28,12 +28,12 @@ from longdoc.engines import check_engine_name, load_plugins
 from longdoc.errors import LongdocError
 from longdoc.ingest.sandbox import check_helper_sockets
 from longdoc.jobs import db
-from longdoc.jobs.audit import AuditRepo, AuditWriter
-from longdoc.jobs.dispatch import Dispatcher
-from longdoc.jobs.lease import worker_id
-from longdoc.jobs.metrics import Metrics
-from longdoc.jobs.outbox import Outbox
-from longdoc.jobs.reconciler import Loop
+from longdoc.audit.trail import AuditRepo, AuditWriter
+from longdoc.runner.dispatch import Dispatcher
+from longdoc.runner.lease import worker_id
+from longdoc.runner.metrics import Metrics
+from longdoc.webhooks.outbox import Outbox
+from longdoc.runtime.loop import Loop
 from longdoc.jobs.repo import EXPIRY_WARNING, JobRepo, KeyRepo
 from longdoc.jobs.states import JobState
 from longdoc.jobs.task_repo import QueueFigures, TaskRepo
@@ -44,8 +44,8 @@ from longdoc.service.page_images import PageImages
 from longdoc.storage import keys
 from longdoc.storage.factory import store_from_url
 from longdoc.storage.scratch import ScratchDir
-from longdoc.worker.inprocess import InProcessTransport
-from longdoc.worker.runtime import WorkerRuntime, announce
+from longdoc.runner.inprocess import InProcessTransport
+from longdoc.runner.runner import Runner, announce
 
 log = logging.getLogger("longdoc.service")
 
@@ -93,18 +93,18 @@ class Container:
         self.store = store_from_url(settings.storage.url, settings.storage.s3)
         self.scratch = ScratchDir(settings.service.work_dir)
         self.embedded = settings.queue.backend == "embedded"
-        self.runtime: WorkerRuntime | None = None
+        self.runtime: Runner | None = None
         self.transport: InProcessTransport | None = None
         if self.embedded:
             self.transport = InProcessTransport(settings, self.tasks, self.jobs)
-            self.runtime = WorkerRuntime(settings, worker_id("embedded"), self.transport.send, redeliver=False,
+            self.runtime = Runner(settings, worker_id("embedded"), self.transport.send, redeliver=False,
                                          db_engine=self.db_engine, store=self.store, metrics=self.metrics,
                                          scratch_root=settings.service.work_dir)
             self.pipeline = self.runtime.pipeline
             self.outbox = self.runtime.outbox
             send = self.transport.send
         else:
-            from longdoc.worker.celery_app import make_app, sender
+            from longdoc.runner.celery_app import make_app, sender
 
             self.celery = make_app(settings)
             self.outbox = Outbox(sessions, record=lambda *a: None, worker_id=worker_id("api"))  # enqueue only
@@ -241,7 +241,7 @@ class Container:
             checks["storage"] = False
             checks["storage_error"] = type(exc).__name__
         if not self.embedded:
-            from longdoc.worker.celery_app import broker_ok
+            from longdoc.runner.celery_app import broker_ok
 
             checks["broker"] = checks["engine"] = broker_ok(self.celery)
             return checks

@@ -15,7 +15,7 @@ from starlette.types import Scope
 
 from longdoc.errors import KeyExpired, LongdocError
 from longdoc.jobs.models import ApiKey
-from longdoc.service import audit
+from longdoc.audit import middleware as audit
 from longdoc.service.auth import Authenticator, authorization_header
 from longdoc.service.container import Container
 from longdoc.service.jobs_service import JobService

@@ -34,11 +34,11 @@ from longdoc.export.markdown import page_markdown
 from longdoc.ingest import parse_page_range
 from longdoc.ingest.pages import selection_of_size
 from longdoc.ingest.sandbox import open_sandboxed
-from longdoc.jobs.dispatch import Dispatcher
+from longdoc.runner.dispatch import Dispatcher
 from longdoc.jobs.models import ApiKey, Job, JobPage
 from longdoc.jobs.repo import JobRepo, hash_options
 from longdoc.jobs.states import JobState
-from longdoc.jobs.webhooks import check_target
+from longdoc.webhooks.delivery import check_target
 from longdoc.model import Page, PageFlag, needs_review
 from longdoc.pipeline import ParseOptions
 from longdoc.service.page_images import PageImages

@@ -35,7 +35,7 @@ from longdoc.config import Settings
 from longdoc.errors import JobNotFound
 from longdoc.ingest.sandbox import SandboxedSource, open_sandboxed
 from longdoc.jobs.models import Job
-from longdoc.jobs.finisher import fetch_original
+from longdoc.runner.finisher import fetch_original
 from longdoc.storage.base import ObjectStore
 from longdoc.storage.scratch import OriginalCache
 

@@ -125,7 +125,7 @@ class KeyRotated(KeyCreated):
 
 
 class AuditEventPublic(BaseModel):
-    """One audit record (:func:`longdoc.jobs.audit.audit_public`)."""
+    """One audit record (:func:`longdoc.audit.trail.audit_public`)."""
 
     id: int
     at: datetime

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from longdoc.jobs.webhooks import verify
-from tests.jobs.webhook_receiver import Receiver
+from longdoc.webhooks.delivery import verify
+from tests.webhooks.receiver import Receiver
 from tests.service.helpers import accepted, submit, wait_terminal
 
 TOKEN = "callback-token-6f1c9e"

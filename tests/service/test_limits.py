@@ -12,7 +12,7 @@ import time
 import httpx
 import pytest
 
-from tests.jobs.webhook_receiver import Receiver
+from tests.webhooks.receiver import Receiver
 from tests.service.conftest import Server
 from tests.service.helpers import accepted, error_code, get_job, submit, wait_for, wait_terminal
 

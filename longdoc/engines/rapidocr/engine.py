@@ -37,7 +37,7 @@ a fresh pool, so only a page that kills a worker by itself fails, and a
 worker killed from outside loses no page. Beyond that the engine does not
 retry: retrying is the pipeline's business (groups).
 
-Workers are started from longdoc's fork server (:func:`longdoc.procs.context`,
+Workers are started from longdoc's fork server (:func:`longdoc.runtime.procs.context`,
 which preloads RapidOCR's imports): first start ~1.1 s for 2 workers, the same
 as ``spawn``, but a pool restart after a failure takes ~0.35 s instead of
 1.1–1.7 s. Workers exit when the process that started them does, even after
@@ -73,7 +73,7 @@ from longdoc.engines.results import confidence, failed_page, quad_box
 from longdoc.engines.window import Slot, in_order
 from longdoc.errors import EngineUnavailable
 from longdoc.model import Line
-from longdoc.worker_pool import WorkerPool
+from longdoc.runtime.pool import WorkerPool
 
 log = logging.getLogger(__name__)
 

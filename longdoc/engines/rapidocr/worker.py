@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from longdoc import procs
+from longdoc.runtime import procs
 from longdoc.engines.rapidocr import lookalikes, pitch
 from longdoc.engines.rapidocr.cascade import RecheckPlan, attach
 from longdoc.engines.rapidocr.ctc import LineReading
@@ -42,7 +42,7 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "Det.box_thresh": 0.4,
 }
 
-#: what a worker imports (for the fork server, :func:`longdoc.procs.context`)
+#: what a worker imports (for the fork server, :func:`longdoc.runtime.procs.context`)
 PRELOAD = ("rapidocr.main", __name__)
 
 _ocr: Any = None  # this process's RapidOCR object

@@ -15,7 +15,7 @@ from longdoc.errors import JobNotFinished, LongdocError
 from longdoc.export.formats import ExportFormat
 from longdoc.jobs.states import JobState
 from longdoc.model import Page
-from longdoc.service import audit
+from longdoc.audit import middleware as audit
 from longdoc.service.deps import ContainerDep, JobsDep, KeyDep
 from longdoc.service.schemas import ErrorResponse, JobList, JobPublic, PageList
 from longdoc.service.uploads import UploadDep

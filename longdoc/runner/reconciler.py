@@ -13,7 +13,7 @@ nothing to hand work to).
   page would hold the job running forever, its heartbeat fresh). The stuck
   run, should it ever return, finds its lease gone and writes nothing (the
   embedded server also gives its pool thread up:
-  :mod:`longdoc.worker.inprocess`);
+  :mod:`longdoc.runner.inprocess`);
 - a running task whose heartbeat went stale is taken back and sent again
   (the job fails with ``too_many_attempts`` when this would be that task's
   ``service.max_attempts``-th silent worker: it is what kills them; a job
@@ -41,18 +41,16 @@ nothing, so any number of reconcilers may run at once.
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from longdoc.config import Settings
 from longdoc.errors import JobCancelled, JobStopped, TooManyAttempts
-from longdoc.jobs.finisher import JobFinisher
-from longdoc.jobs.lease import dead_on_this_host
+from longdoc.runner.finisher import JobFinisher
+from longdoc.runner.lease import dead_on_this_host
 from longdoc.jobs.models import JobTask
 from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import IllegalTransition, JobState
-from longdoc.jobs.steps import TaskSteps, job_timed_out
+from longdoc.runner.steps import TaskSteps, job_timed_out
 from longdoc.jobs.task_repo import TaskRepo, queue_for
 
 log = logging.getLogger("longdoc.reconciler")
@@ -180,29 +178,3 @@ class TaskReconciler:
         log.warning("job ended with a silent task", extra={"job_id": job.id, "task": task.name,
                                                             "state": state.value})
         return 0
-
-
-class Loop:
-    """Runs ``step`` every ``interval_s`` on a daemon thread until stopped
-    (exceptions are logged, never end the loop)."""
-
-    def __init__(self, step: Callable[[], object], interval_s: float, name: str) -> None:
-        self.step, self.interval_s = step, interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-
-    def start(self) -> Loop:
-        self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                self.step()
-            except Exception:
-                log.exception("background pass failed", extra={"loop": self._thread.name})

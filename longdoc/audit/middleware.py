@@ -1,7 +1,7 @@
 """The access audit trail of the HTTP service: :class:`AuditTrail`, a pure
 ASGI middleware that writes one record per audited request once its
 response starts (its status known), through the container's
-:class:`~longdoc.jobs.audit.AuditWriter` (a queue: the request never waits
+:class:`~longdoc.audit.trail.AuditWriter` (a queue: the request never waits
 for the database).
 
 Audited: every request to a route in :data:`ACTIONS` (a tenant's data, the
@@ -37,7 +37,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from longdoc.jobs.audit import AuditRecord
+from longdoc.audit.trail import AuditRecord
 from longdoc.jobs.models import ApiKey, utcnow
 
 #: (method, route path) → action; DELETE of a job is ``job.cancel`` when it answers 202

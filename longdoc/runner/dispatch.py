@@ -5,9 +5,9 @@ The database is the source of truth; a transport only carries
 first task (``whole`` on the ``short`` queue for a short document,
 ``ingest`` on ``cpu`` for a long one: :func:`~longdoc.jobs.task_repo.first_tasks`)
 and hands it to the transport's ``send``: the Celery broker
-(:func:`longdoc.worker.celery_app.sender`) or the embedded server's pools
-(:class:`longdoc.worker.inprocess.InProcessTransport`). Everything after that
-is the task steps' (:mod:`longdoc.jobs.steps`).
+(:func:`longdoc.runner.celery_app.sender`) or the embedded server's pools
+(:class:`longdoc.runner.inprocess.InProcessTransport`). Everything after that
+is the task steps' (:mod:`longdoc.runner.steps`).
 
 - :meth:`submit` never refuses an accepted job (the bound
   ``service.max_queued`` is checked when the job row is created), and a
@@ -25,7 +25,7 @@ from longdoc.errors import JobCancelled
 from longdoc.jobs.task_repo import TaskRepo, first_tasks
 
 if TYPE_CHECKING:
-    from longdoc.jobs.steps import Send
+    from longdoc.runner.steps import Send
 
 log = logging.getLogger("longdoc.dispatch")
 

@@ -24,10 +24,10 @@ from sqlalchemy import select, update
 from longdoc.errors import JobNotFound
 from longdoc.jobs import db
 from longdoc.jobs.models import WebhookOutbox
-from longdoc.jobs.outbox import Outbox
+from longdoc.webhooks.outbox import Outbox
 from longdoc.jobs.repo import JobRepo, KeyRepo
-from longdoc.jobs.webhooks import check_target, verify
-from tests.jobs.webhook_receiver import Receiver
+from longdoc.webhooks.delivery import check_target, verify
+from tests.webhooks.receiver import Receiver
 
 PAYLOAD = {"event": "job.finished", "job": {"id": "job-1", "state": "succeeded", "title": "Zürich"}}
 

@@ -1,7 +1,7 @@
 """What a job's tasks write to its record: progress page by page
 (:class:`JobProgress`) and its end (:class:`JobFinisher`: final state,
 figures, exports in the store, metrics, the webhook), the same on the
-fleet and in the embedded server (:mod:`longdoc.jobs.steps` calls them).
+fleet and in the embedded server (:mod:`longdoc.runner.steps` calls them).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import psutil
 from longdoc.config import Settings
 from longdoc.errors import JobCancelled, LongdocError
 from longdoc.export import DEFAULT_FORMATS
-from longdoc.jobs.metrics import Metrics
+from longdoc.runner.metrics import Metrics
 from longdoc.jobs.models import Job
 from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import JobState

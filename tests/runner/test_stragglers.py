@@ -20,14 +20,14 @@ from datetime import timedelta
 
 import pytest
 
-from longdoc.jobs import steps as steps_module
+from longdoc.runner import steps as steps_module
 from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import JobState
 from longdoc.jobs.task_repo import TaskRepo, group_task, render_task
 from longdoc.storage import keys
 from longdoc.storage.checkpoint import StoreCheckpoint
 from tests.docgen import english_report
-from tests.jobs.test_reconciler import Fleet, new_job, settings  # noqa: F401  (fixture)
+from tests.runner.test_reconciler import Fleet, new_job, settings  # noqa: F401  (fixture)
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Signed job webhooks: signatures, target checks, one delivery attempt
 (:func:`attempt_delivery`) and the wait before the next (:func:`retry_delay`).
 
-Deliveries are made by the durable outbox (:mod:`longdoc.jobs.outbox`), the
+Deliveries are made by the durable outbox (:mod:`longdoc.webhooks.outbox`), the
 one way webhooks are sent: it makes its attempts with :func:`attempt_delivery`
 and waits :func:`retry_delay` between them.
 

@@ -30,21 +30,21 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from PIL import Image
 
 from longdoc import errors
-from longdoc.regions.detector import REGION_DPI
 from longdoc.errors import LongdocError, PageRenderFailed
-from longdoc.ingest.source import DocumentSource, RenderedPage
-from longdoc.model import Line, Page
-from longdoc.pipeline.options import ParseOptions
-from longdoc.pipeline.recognize import from_text_layer
-from longdoc.pipeline.regions import worth_analyzing
+from longdoc.ingest.source import DocumentSource, RenderedPage, TextLayerView
+from longdoc.model import Line
 from longdoc.storage.base import ObjectStore
+
+#: which renders (DPIs) one owned page needs, judged by the pipeline from the
+#: page's size and text layer (:func:`longdoc.pipeline.render.renders_wanted`)
+Wanted = Callable[[TextLayerView, int], set[int]]
 
 
 @dataclass
@@ -56,25 +56,24 @@ class _PageFacts:
     label: str | None = None                # the document's page label (PDF /PageLabels)
 
 
-def prepare_group(source: DocumentSource, owned: Sequence[int], context: Sequence[int], options: ParseOptions,
-                  needs_context: bool, store: ObjectStore, prefix: str, text_layer_version: str) -> int:
-    """Write group ``owned`` (+ ``context``) of ``source`` under ``prefix``;
-    returns how many images it rendered. Each page's size and text layer
-    are read from the sandbox once."""
+def prepare_group(source: DocumentSource, owned: Sequence[int], context: Sequence[int], wanted: Wanted,
+                  ocr: str, context_dpi: int, store: ObjectStore, prefix: str) -> int:
+    """Write group ``owned`` (+ ``context``, rendered at ``context_dpi``) of
+    ``source`` under ``prefix``; returns how many images it rendered. Each
+    page's size and text layer are read from the sandbox once; which
+    renders an owned page needs is the pipeline's decision (``wanted``)."""
     facts: dict[int, _PageFacts] = {}
     lines: dict[int, list[Line] | None] = {}
     renders: dict[int, set[int]] = {}
     for number in owned:
-        facts[number] = _read(source, number, options.ocr, lines)
-        decided = from_text_layer(_Read(facts, lines), number, options.ocr, {}, text_layer_version)
-        if isinstance(decided, Page):
-            if options.regions and decided.lines and worth_analyzing(decided):
-                renders.setdefault(number, set()).add(REGION_DPI)
-        elif facts[number].size is not None:
-            renders.setdefault(number, set()).update({options.dpi, REGION_DPI} if options.regions else {options.dpi})
-    for number in context if needs_context else ():
+        facts[number] = _read(source, number, ocr, lines)
+        if facts[number].size is not None:
+            dpis = wanted(_Read(facts, lines), number)
+            if dpis:
+                renders.setdefault(number, set()).update(dpis)
+    for number in context:
         facts.setdefault(number, _read(source, number, "force", lines))
-        renders.setdefault(number, set()).add(options.dpi)
+        renders.setdefault(number, set()).add(context_dpi)
     for number, found in lines.items():
         if found is not None:
             store.put_bytes(f"{prefix}/text/{number:06d}.json",

@@ -1,6 +1,6 @@
 """A job, one task at a time: the one way jobs run, on the Celery fleet
 and in the embedded server alike (there the queues are served by pools of
-threads in the server process: :mod:`longdoc.worker.inprocess`)::
+threads in the server process: :mod:`longdoc.runner.inprocess`)::
 
     ingest (cpu) ──► render:000000 (cpu) ──► group:000000 (engine) ┐
                      render:000001       ──► group:000001          ├──► assemble (cpu) ──► webhook outbox
@@ -10,7 +10,7 @@ The same pipeline as one process runs (:mod:`longdoc.pipeline.run`), cut
 at its stage boundaries so page groups can spread over many workers. A
 render task opens the document in its sandbox and leaves in the store
 what its group needs (sizes, text layers, page images:
-:mod:`longdoc.jobs.prepared`); the group task recognizes, lays out and
+:mod:`longdoc.ingest.prepared`); the group task recognizes, lays out and
 checkpoints from that, so engine workers (GPU machines) never open a
 document nor spend their CPU rendering. Renders run at most
 ``queue.render_ahead_groups`` groups ahead of the engine; engines that
@@ -62,8 +62,8 @@ from longdoc.errors import (
     StorageError,
 )
 from longdoc.ingest import parse_page_range
-from longdoc.jobs.finisher import JobFinisher, JobProgress, PeakRss, fetch_original, job_options
-from longdoc.jobs.lease import Heartbeat
+from longdoc.runner.finisher import JobFinisher, JobProgress, PeakRss, fetch_original, job_options
+from longdoc.runner.lease import Heartbeat
 from longdoc.jobs.models import Job
 from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import IllegalTransition, JobState
@@ -83,9 +83,10 @@ from longdoc.jobs.task_repo import (
     render_index,
     render_task,
 )
-from longdoc.jobs.prepared import PreparedSource, prepare_group
+from longdoc.ingest.prepared import PreparedSource, prepare_group
 from longdoc.model import Page
 from longdoc.pipeline import Pipeline
+from longdoc.pipeline.recognize import renders_wanted
 from longdoc.pipeline.run import TEXT_LAYER_VERSION, OpenDocument
 from longdoc.plan import plan_groups
 from longdoc.storage import keys
@@ -269,7 +270,7 @@ class TaskSteps:
         self.originals.forget(job.id)  # the job ended: no task of it needs the copy here
 
     def _render(self, job: Job, index: int, control: Callable[[], None], held: Held) -> None:
-        """Leave in the store what group ``index`` needs (see :mod:`longdoc.jobs.prepared`)."""
+        """Leave in the store what group ``index`` needs (see :mod:`longdoc.ingest.prepared`)."""
         control()
         options = job_options(job)
         needs_context = options.ocr != "off" and self.pipeline.engine_capabilities(options.engine).needs_context
@@ -279,8 +280,9 @@ class TaskSteps:
                                             begin=False) as doc:
             group = doc.groups[index]
             held()
-            prepare_group(doc.source, [doc.numbers[i] for i in group.owned], [doc.numbers[i] for i in group.context],
-                          options, needs_context, self.store, prefix, TEXT_LAYER_VERSION)
+            context = [doc.numbers[i] for i in group.context] if needs_context else []
+            prepare_group(doc.source, [doc.numbers[i] for i in group.owned], context,
+                          renders_wanted(options, TEXT_LAYER_VERSION), options.ocr, options.dpi, self.store, prefix)
         held(undo=lambda: self.store.delete_prefix(prefix))
 
     def _ended(self, job_id: str) -> bool:

@@ -21,7 +21,7 @@ mid-attempt, or an attempt outlived ``claim_seconds``): receivers
 de-duplicate on ``X-Longdoc-Delivery``, which stays the same for every
 attempt of one row.
 
-Attempts use :func:`longdoc.jobs.webhooks.attempt_delivery` (target checks,
+Attempts use :func:`longdoc.webhooks.delivery.attempt_delivery` (target checks,
 pinned addresses, no redirects, signatures); the signing secret is read from
 the job's API key at each attempt ("" when the job has none).
 
@@ -48,7 +48,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from longdoc.errors import DatabaseUnavailable, JobNotFound
 from longdoc.jobs.models import ApiKey, Job, WebhookOutbox, new_id, utcnow
 from longdoc.jobs.repo import Clock, _Repo
-from longdoc.jobs.webhooks import (
+from longdoc.webhooks.delivery import (
     Outcome,
     attempt_delivery,
     encode_payload,
@@ -89,7 +89,7 @@ class Outbox(_Repo):
     after every attempt (an exception it raises is logged; the row is
     settled all the same). ``worker_id`` names this process in
     ``claimed_by``. A row is given up after ``max_attempts`` attempts;
-    retries wait :func:`~longdoc.jobs.webhooks.retry_delay` (exponential
+    retries wait :func:`~longdoc.webhooks.delivery.retry_delay` (exponential
     from ``base_delay_s`` with jitter, or the receiver's ``Retry-After``,
     capped at ``max_delay_s``). A claim lasts ``claim_seconds`` and is
     renewed just before each attempt, so it must outlast one attempt

@@ -56,7 +56,7 @@ from collections.abc import Callable
 from longdoc.config import Settings
 from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import JobState
-from longdoc.jobs.steps import TaskSteps
+from longdoc.runner.steps import TaskSteps
 from longdoc.jobs.task_repo import QUEUES, Lease, TaskRepo
 
 log = logging.getLogger("longdoc.dispatch")

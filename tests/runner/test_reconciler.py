@@ -28,12 +28,12 @@ from datetime import timedelta
 import pytest
 
 from longdoc.config import load_settings
-from longdoc.jobs.finisher import JobFinisher
-from longdoc.jobs.lease import worker_id
-from longdoc.jobs.reconciler import TaskReconciler, too_many_attempts
+from longdoc.runner.finisher import JobFinisher
+from longdoc.runner.lease import worker_id
+from longdoc.runner.reconciler import TaskReconciler, too_many_attempts
 from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import JobState
-from longdoc.jobs.steps import TaskSteps, job_timed_out
+from longdoc.runner.steps import TaskSteps, job_timed_out
 from longdoc.jobs.task_repo import TaskRepo, group_task
 from longdoc.pipeline import Pipeline
 from longdoc.storage.local import LocalStore

@@ -1,5 +1,5 @@
 """Webhooks: signatures and target checks. Delivery (retries, backoff,
-giving up, pinned addresses) is the outbox's: ``tests/jobs/test_outbox.py``."""
+giving up, pinned addresses) is the outbox's: ``tests/webhooks/test_outbox.py``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from longdoc.errors import CallbackRefused
-from longdoc.jobs import webhooks
-from longdoc.jobs.webhooks import check_target, retry_delay, sign, verify
+from longdoc.webhooks import delivery as webhooks
+from longdoc.webhooks.delivery import check_target, retry_delay, sign, verify
 
 SECRET = "whsec_test_secret"
 PAYLOAD = {"event": "job.finished", "job": {"id": "job-1", "state": "succeeded", "title": "Zürich"}}

@@ -8,7 +8,7 @@ Messages carry ids only::
 Queues: ``cpu`` (ingest, render, assemble), ``engine`` (page groups),
 ``short`` (a short document, run whole as one task); which task goes where
 is :func:`longdoc.jobs.task_repo.queue_for`. Delivery is at least once and the
-database decides what runs (see :mod:`longdoc.jobs.steps`): late
+database decides what runs (see :mod:`longdoc.runner.steps`): late
 acknowledgement (a message is acknowledged after its task ran, so a worker
 killed mid-task leaves it to be delivered again), a worker that dies takes
 its message back to the queue (``task_reject_on_worker_lost``), one
@@ -16,7 +16,7 @@ message prefetched per process, a hard time limit per task, and workers
 reconnect to a restarted broker forever.
 
 Each worker process (Celery's prefork children) builds its own
-:class:`~longdoc.worker.runtime.WorkerRuntime` after the fork, with a
+:class:`~longdoc.runner.runner.Runner` after the fork, with a
 scratch folder of its own, and runs the reconciler and the webhook outbox
 (the one way webhooks are delivered) on two background threads; the
 parent process holds no connection and no thread, so forking a fresh
@@ -37,13 +37,13 @@ from kombu import Queue
 
 from longdoc.config import Settings
 from longdoc.errors import BrokerUnavailable
-from longdoc.jobs.lease import worker_id
-from longdoc.jobs.reconciler import Loop
-from longdoc.jobs.steps import Send
+from longdoc.runner.lease import worker_id
+from longdoc.runtime.loop import Loop
+from longdoc.runner.steps import Send
 from longdoc.jobs.task_repo import QUEUES
 from longdoc.tls import redis_options
 
-log = logging.getLogger("longdoc.worker")
+log = logging.getLogger("longdoc.runner")
 
 RUN_TASK = "longdoc.run_task"
 
@@ -120,12 +120,12 @@ def configure_worker(settings: Settings) -> None:
 def runtime():
     """This worker process's runtime (built on first use, after the fork)."""
     if "runtime" not in _state:
-        from longdoc.worker.runtime import WorkerRuntime
+        from longdoc.runner.runner import Runner
 
         settings: Settings = _state["settings"]
         app = _state.setdefault("app", make_app(settings))
         scratch = Path(settings.service.work_dir) / f"fleet-{os.getpid()}"
-        rt = WorkerRuntime(settings, worker_id("worker"), sender(app), scratch_root=scratch)
+        rt = Runner(settings, worker_id("worker"), sender(app), scratch_root=scratch)
         rt.scratch.clear()
         _remove_dead_scratch(Path(settings.service.work_dir))
         _state["runtime"] = rt

@@ -2,7 +2,7 @@
 (RapidOCR's pages, the region models' pages).
 
 :class:`WorkerPool` is a ``ProcessPoolExecutor`` started from longdoc's
-fork server (:func:`longdoc.procs.context`; workers exit with their owner,
+fork server (:func:`longdoc.runtime.procs.context`; workers exit with their owner,
 which the initializer arranges) that can be replaced: a page that hangs
 cannot be cancelled, and a worker that died breaks the executor, so the
 owner kills the workers and starts a fresh pool. With ``wait_ready`` it
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
-from longdoc import procs
+from longdoc.runtime import procs
 
 
 def ping(delay_s: float = 0.05) -> int:
@@ -33,7 +33,7 @@ class WorkerPool:
     """``workers`` processes running ``initializer(*initargs)`` once each
     (``start_method``: ``forkserver``, longdoc's, or ``spawn``; ``preload``:
     the modules the workers import, for the fork server,
-    :func:`longdoc.procs.context`). Started
+    :func:`longdoc.runtime.procs.context`). Started
     on first :meth:`submit` (or :meth:`start`); :meth:`replace` kills it
     and the next submit starts a fresh one. Thread-safe."""
 

@@ -2,7 +2,7 @@
 database, store, scratch space, pipeline (engines), the task steps, the
 finisher, the webhook outbox. A ``longdoc worker`` process holds one (its
 transport the Celery broker); so does the embedded server (its transport
-the in-process pools, :mod:`longdoc.worker.inprocess`). The API side
+the in-process pools, :mod:`longdoc.runner.inprocess`). The API side
 (:mod:`longdoc.service`) holds one in embedded mode and none on the fleet."""
 
 from __future__ import annotations
@@ -13,23 +13,23 @@ from pathlib import Path
 
 from longdoc.config import Settings
 from longdoc.jobs import db
-from longdoc.jobs.finisher import JobFinisher
-from longdoc.jobs.metrics import Metrics
-from longdoc.jobs.outbox import Outbox
+from longdoc.runner.finisher import JobFinisher
+from longdoc.runner.metrics import Metrics
+from longdoc.webhooks.outbox import Outbox
 from longdoc.jobs.public import finished_payload
-from longdoc.jobs.reconciler import TaskReconciler
+from longdoc.runner.reconciler import TaskReconciler
 from longdoc.jobs.repo import JobRepo, KeyRepo
-from longdoc.jobs.steps import Send, TaskSteps
+from longdoc.runner.steps import Send, TaskSteps
 from longdoc.jobs.task_repo import TaskRepo
 from longdoc.pipeline import Pipeline
 from longdoc.storage.base import ObjectStore
 from longdoc.storage.factory import store_from_url
 from longdoc.storage.scratch import ScratchDir
 
-log = logging.getLogger("longdoc.worker")
+log = logging.getLogger("longdoc.runner")
 
 
-class WorkerRuntime:
+class Runner:
     """``send`` hands a queued task to the transport; ``redeliver``: whether
     the transport can lose a message (a broker), so the reconciler sends a
     task again that stayed queued too long."""

@@ -24,8 +24,8 @@ from longdoc.config import load_settings
 from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import JobState
 from longdoc.jobs.task_repo import DONE, Lease, TaskRepo, first_tasks, group_task
-from longdoc.worker import inprocess
-from longdoc.worker.inprocess import InProcessTransport, pool_sizes
+from longdoc.runner import inprocess
+from longdoc.runner.inprocess import InProcessTransport, pool_sizes
 from tests.jobs.conftest import db_engine, db_sessions, pg_migrated_url  # noqa: F401  (fixtures)
 from tests.pg import pg_server  # noqa: F401  (fixture)
 

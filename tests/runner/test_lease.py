@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from longdoc.jobs import lease
-from longdoc.jobs.lease import Heartbeat, dead_on_this_host, worker_id
+from longdoc.runner import lease
+from longdoc.runner.lease import Heartbeat, dead_on_this_host, worker_id
 
 HOST = socket.gethostname()[:80]
 TOKEN = worker_id("x").rsplit(":", 1)[1]
@@ -93,7 +93,7 @@ def test_a_malformed_worker_id_cannot_be_judged(owner):
 
 
 def test_the_token_is_new_in_every_process():
-    code = "from longdoc.jobs.lease import worker_id; print(worker_id('w'))"
+    code = "from longdoc.runner.lease import worker_id; print(worker_id('w'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     role, host, pid, token = out.split(":")
     assert (role, host) == ("w", HOST) and int(pid) != os.getpid() and token != TOKEN

@@ -1,0 +1,1 @@
+"""Webhooks: signed deliveries of job events (`delivery`) from a durable outbox in the database (`outbox`)."""
