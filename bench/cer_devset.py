@@ -32,9 +32,9 @@ import pypdfium2 as pdfium
 
 from _common import EVAL
 
+from evaluation.metrics import cer
 from longdoc.config import load_settings
 from longdoc.engines.rapidocr import worker as rapidocr_worker
-from evaluation.metrics import cer
 from longdoc.model import Document
 from longdoc.pipeline import ParseOptions, Pipeline
 

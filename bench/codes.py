@@ -33,6 +33,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from _common import ROOT
+
 from longdoc.config import PROFILES
 from tests.docgen.codes import CodeLine, code_pages
 from tests.docgen.raster import office_scan

@@ -77,8 +77,8 @@ from _common import ROOT, mib  # noqa: F401  (ROOT puts the repo on sys.path)
 from longdoc.engines.backends import cpu_model
 from tests.docgen import english_report, long_textlayer, rasterize, to_png
 from tests.pg import PG_ADMIN_URL, PgServer
-from tests.service.conftest import Server
 from tests.runner.conftest import REDIS_SERVER, Redis  # the tests' private redis-server
+from tests.service.conftest import Server
 
 for _name in [k for k in os.environ if k.startswith("LONGDOC_")]:
     del os.environ[_name]  # the config file alone defines every process of the run

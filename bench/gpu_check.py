@@ -71,7 +71,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +114,7 @@ class Report:
         self.t0 = time.monotonic()
         self.budget_s = budget_s
         self.data: dict[str, Any] = {"check": "gpu_check", "format": 2,
-                                     "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                     "started": datetime.now(UTC).isoformat(timespec="seconds"),
                                      "finished": None, "elapsed_s": 0.0, **meta,
                                      "steps": {name: {"status": "pending"} for name in STEPS}}
         self.write()
@@ -161,7 +161,7 @@ class Report:
         return rec
 
     def finish(self) -> None:
-        self.data["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.data["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
         self.write()
         self.path.with_suffix(".md").write_text(markdown(self.data))
 

@@ -42,6 +42,7 @@ from pathlib import Path
 import torch
 
 from _common import ROOT  # noqa: F401  (ROOT puts the repo on sys.path)
+
 from longdoc.engines.backends import cpu_model
 from longdoc.engines.native import weights
 from longdoc.engines.native.decoder import Decoder

@@ -29,18 +29,17 @@ import time
 import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
+from rapidfuzz.distance import Levenshtein
 
 from _common import ROOT  # noqa: F401
+
 from real_corpus import DPI, build
 from real_docs import normalize
-
-from rapidfuzz.distance import Levenshtein
 
 FIXED_PITCH = 1  # PDF font descriptor flag bit 1
 #: fixed-pitch fonts by name (TeX's Type 1 fonts often leave the flag unset)
@@ -158,8 +157,7 @@ def rapid_recognizer(name: str) -> Any:
     from rapidocr import RapidOCR
 
     from longdoc.engines import backends, model_files
-    from longdoc.engines.rapidocr import ctc
-    from longdoc.engines.rapidocr import int8
+    from longdoc.engines.rapidocr import ctc, int8
     from longdoc.engines.rapidocr.worker import DEFAULT_PARAMS
 
     model, _, runtime = name.partition("@")

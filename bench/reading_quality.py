@@ -55,10 +55,10 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from _common import EVAL
-from cer_devset import clean, ground_truth
 
-from longdoc.config import load_settings
+from cer_devset import clean, ground_truth
 from evaluation.metrics import cer, load_olmocr_tests, normalize_ws, order_ok, run_olmocr_test
+from longdoc.config import load_settings
 from longdoc.pipeline import ParseOptions, Pipeline
 
 KINDS = ("present", "absent", "order", "table", "baseline")

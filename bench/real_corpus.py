@@ -45,6 +45,7 @@ from pathlib import Path
 import pypdfium2 as pdfium
 
 from _common import ROOT  # noqa: F401  (puts the repository on sys.path)
+
 from tests.docgen.raster import office_scan
 
 HERE = Path(__file__).resolve().parent

@@ -58,6 +58,7 @@ from pathlib import Path
 from rapidfuzz.distance import Levenshtein
 
 from _common import ROOT
+
 from real_corpus import CorpusDoc, build
 
 FURNITURE = {"header", "footer", "page_number"}

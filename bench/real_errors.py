@@ -67,6 +67,7 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
 from _common import ROOT  # noqa: F401  (puts the repository on sys.path)
+
 from real_corpus import CorpusDoc, build
 from real_docs import _BROKEN, _FANCY, normalize
 

@@ -33,16 +33,15 @@ from pathlib import Path
 
 import numpy as np
 import pypdfium2 as pdfium
-
-from _common import EVAL
-from cer_devset import clean, ground_truth
 from vs_ocrmypdf import normalized
 
-from tests.docgen.dense import scan, typeset
+from _common import EVAL
 
-from longdoc.engines.rapidocr import worker as rapidocr_worker
-from longdoc.engines.rapidocr import RECOGNIZERS, RapidOcrEngine
+from cer_devset import clean, ground_truth
 from evaluation.metrics import cer
+from longdoc.engines.rapidocr import RECOGNIZERS, RapidOcrEngine
+from longdoc.engines.rapidocr import worker as rapidocr_worker
+from tests.docgen.dense import scan, typeset
 
 DPI = 200
 WORD = re.compile(r"\w+")

@@ -31,11 +31,11 @@ from pathlib import Path
 from rapidfuzz.distance import Levenshtein
 
 from _common import ROOT  # noqa: F401  (puts the repository on sys.path)
+
+from longdoc.model import Block, BlockKind, Line, Page, Region, RegionKind
+from longdoc.pipeline.layout_group import layout_pages
 from real_corpus import build
 from real_docs import normalize
-
-from longdoc.model import BBox, Block, BlockKind, Line, Page, Region, RegionKind
-from longdoc.pipeline.layout_group import layout_pages
 
 _AS_REGION = {BlockKind.TABLE: RegionKind.TABLE, BlockKind.FIGURE: RegionKind.FIGURE}
 

@@ -41,11 +41,11 @@ from pathlib import Path
 
 from _common import ROOT  # noqa: F401  (puts the checkout on sys.path)
 
+import longdoc.pipeline.document as pipeline_document
 from evaluation.metrics import cer
 from longdoc.config import load_settings
 from longdoc.model import Document, Page
 from longdoc.pipeline import ParseOptions, Pipeline
-import longdoc.pipeline.document as pipeline_document
 
 REAL = Path.home() / ".cache" / "longdoc" / "real-corpus"
 RUNTIMES = ("onnxruntime", "openvino")
@@ -74,7 +74,7 @@ def generated_pages(folder: Path) -> list[tuple[str, Path, str | None]]:
     """``(name, scan, None)`` for each generated document, office-scanned."""
     from tests.docgen import code_listing, english_report, side_note, two_column
     from tests.docgen.continued import numbered_list
-    from tests.docgen.layouts import borderless_table, bordered_table, two_columns_figure
+    from tests.docgen.layouts import bordered_table, borderless_table, two_columns_figure
     from tests.docgen.manuals import contents_page, index_page
     from tests.docgen.raster import office_scan
 

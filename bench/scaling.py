@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from _common import ROOT
+
 from real_corpus import build
 from real_docs import prefix
 

@@ -589,8 +589,8 @@ def middleware_cost_us(n: int = 20_000, repeats: int = 5) -> tuple[float, float]
     import asyncio
     import types
 
-    from longdoc.audit.trail import AuditWriter
     from longdoc.audit.middleware import AuditTrail
+    from longdoc.audit.trail import AuditWriter
 
     class NoDatabase:
         def add_many(self, records: list) -> None:

@@ -87,8 +87,8 @@ from _common import ROOT  # noqa: F401  (ROOT puts the repo on sys.path)
 
 from tests.docgen import english_report, long_textlayer, rasterize  # noqa: E402
 from tests.pg import PG_ADMIN_URL, PgServer  # noqa: E402
-from tests.service.conftest import Server  # noqa: E402
 from tests.runner.conftest import AWS_ENV, Fleet, free_port  # noqa: E402
+from tests.service.conftest import Server  # noqa: E402
 
 for _name in [k for k in os.environ if k.startswith("LONGDOC_")]:
     del os.environ[_name]  # the config file alone defines every process of the run
@@ -311,7 +311,7 @@ def check_result(tally: Tally, doc: Doc, text: str) -> None:
         if doc.records and records != list(range(1, doc.records + 1)):
             tally.order_errors += 1
     if lost:
-        tally.problem(f"{doc.kind}: {lost} words lost, e.g. {list((doc.words - got))[:8]}")
+        tally.problem(f"{doc.kind}: {lost} words lost, e.g. {list(doc.words - got)[:8]}")
 
 
 def one_job(http: httpx.Client, tally: Tally, doc: Doc, tag: str, stop_at: float) -> None:
@@ -486,9 +486,10 @@ def write_defaults(server: Server) -> None:
 def takeovers(database_url: str) -> int:
     """Takeovers summed over every job task on record (deleted jobs' tasks go
     with them, so this is read just before and just after each restart)."""
+    from sqlalchemy import func, select
+
     from longdoc.jobs import db
     from longdoc.jobs.models import JobTask
-    from sqlalchemy import func, select
 
     engine = db.make_engine(database_url)
     try:

@@ -15,6 +15,7 @@ import threading
 import time
 
 import httpx
+
 from _common import ROOT  # noqa: F401  (puts the repo root on sys.path)
 
 from longdoc.engines.openai.client import ModelClient

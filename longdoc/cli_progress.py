@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import sys
 import time
-from contextlib import contextmanager
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
-    Progress as RichProgress,
     TaskProgressColumn,
     TextColumn,
     TimeRemainingColumn,
+)
+from rich.progress import (
+    Progress as RichProgress,
 )
 
 from longdoc.model import Page

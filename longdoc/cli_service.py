@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,7 +15,7 @@ from longdoc.durations import format_duration, parse_duration
 from longdoc.errors import EXIT_PARTIAL, InvalidOption, KeyNotFound, Unauthorized
 from longdoc.export.formats import FILE_NAMES
 
-ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="YAML config file (DESIGN §6 shape).")]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML config file (DESIGN §6 shape).")]
 keys_app = typer.Typer(no_args_is_help=True, help="Manage API keys (admin; talks to the database directly).")
 audit_app = typer.Typer(no_args_is_help=True, help="Read the access audit trail (admin; talks to the database "
                         "directly).")
@@ -23,8 +23,8 @@ audit_app = typer.Typer(no_args_is_help=True, help="Read the access audit trail 
 
 def serve(
     config: ConfigOpt = None,
-    host: Annotated[Optional[str], typer.Option("--host")] = None,
-    port: Annotated[Optional[int], typer.Option("--port")] = None,
+    host: Annotated[str | None, typer.Option("--host")] = None,
+    port: Annotated[int | None, typer.Option("--port")] = None,
 ) -> None:
     """Run the HTTP service (API, embedded queue and workers) until SIGTERM/Ctrl-C: HTTPS with
     service.tls_certfile, /admin on a listener of its own with service.admin_port.
@@ -51,7 +51,7 @@ def worker(
     = "cpu,engine,short",
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Worker processes (each runs one "
                                              "task at a time).")] = 1,
-    name: Annotated[Optional[str], typer.Option("--name", help="Node name (default: worker@<host>).")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Node name (default: worker@<host>).")] = None,
 ) -> None:
     """Run a fleet worker (queue.backend: celery) until SIGTERM: it takes page groups and the
     other tasks of jobs from the broker. SIGTERM lets running tasks finish first (warm shutdown);
@@ -62,8 +62,8 @@ def worker(
     from longdoc.errors import ConfigError
     from longdoc.jobs import db
     from longdoc.jobs.task_repo import QUEUES
-    from longdoc.service.logs import configure_logging
     from longdoc.runner.celery_app import configure_worker, make_app
+    from longdoc.service.logs import configure_logging
 
     settings = load_settings(config)
     if settings.queue.backend != "celery":
@@ -90,11 +90,11 @@ def submit(
     wait: Annotated[bool, typer.Option("--wait", help="Wait for each job and download its results.")] = False,
     out: Annotated[Path, typer.Option("-o", "--out", help="Where --wait writes results.")] = Path("out"),
     format: Annotated[str, typer.Option("--format")] = "md,json,txt",
-    pages: Annotated[Optional[str], typer.Option("--pages")] = None,
-    ocr: Annotated[Optional[str], typer.Option("--ocr")] = None,
-    url: Annotated[Optional[str], typer.Option("--url", help="Server URL (client.url).")] = None,
-    api_key: Annotated[Optional[str], typer.Option("--api-key", help="API key (client.api_key).")] = None,
-    ca_file: Annotated[Optional[Path], typer.Option("--ca-file", help="CA the https server's certificate is "
+    pages: Annotated[str | None, typer.Option("--pages")] = None,
+    ocr: Annotated[str | None, typer.Option("--ocr")] = None,
+    url: Annotated[str | None, typer.Option("--url", help="Server URL (client.url).")] = None,
+    api_key: Annotated[str | None, typer.Option("--api-key", help="API key (client.api_key).")] = None,
+    ca_file: Annotated[Path | None, typer.Option("--ca-file", help="CA the https server's certificate is "
                                                     "checked against (client.ca_file).")] = None,
     config: ConfigOpt = None,
 ) -> None:
@@ -155,14 +155,14 @@ def _when(moment: datetime | None) -> str:
     return moment.isoformat() if moment is not None else "never"
 
 
-ExpiresInOpt = Annotated[Optional[str], typer.Option(
+ExpiresInOpt = Annotated[str | None, typer.Option(
     "--expires-in", help="The key stops working this long from now: 90d, 12h, 30m, 45s, 1d12h.")]
 
 
 @keys_app.command("create")
 def keys_create(
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant the key belongs to.")],
-    rate_limit: Annotated[Optional[int], typer.Option("--rate-limit", help="Requests per minute.")] = None,
+    rate_limit: Annotated[int | None, typer.Option("--rate-limit", help="Requests per minute.")] = None,
     expires_in: ExpiresInOpt = None,
     config: ConfigOpt = None,
 ) -> None:
@@ -178,10 +178,10 @@ def keys_create(
 @keys_app.command("rotate")
 def keys_rotate(
     key_id: Annotated[str, typer.Argument(help="The key to replace (its id, from `longdoc keys list`).")],
-    grace: Annotated[Optional[str], typer.Option(
+    grace: Annotated[str | None, typer.Option(
         "--grace", help="How long the old key keeps working: 7d, 12h, 0s (stops now). "
         "Default: service.key_rotation_grace.")] = None,
-    expires_in: Annotated[Optional[str], typer.Option(
+    expires_in: Annotated[str | None, typer.Option(
         "--expires-in", help="The new key's lifetime. Default: as long as the old key was made to last.")] = None,
     config: ConfigOpt = None,
 ) -> None:
@@ -201,7 +201,7 @@ def keys_rotate(
 
 
 @keys_app.command("list")
-def keys_list(tenant: Annotated[Optional[str], typer.Option("--tenant")] = None, config: ConfigOpt = None) -> None:
+def keys_list(tenant: Annotated[str | None, typer.Option("--tenant")] = None, config: ConfigOpt = None) -> None:
     """List keys, one JSON object a line (prefix only, never the key); state: active, expired or revoked."""
     from longdoc.jobs.repo import key_state
 
@@ -226,8 +226,8 @@ def keys_revoke(key_id: Annotated[str, typer.Argument()], config: ConfigOpt = No
 
 @audit_app.command("list")
 def audit_list(
-    tenant: Annotated[Optional[str], typer.Option("--tenant", help="Only this tenant's records.")] = None,
-    since: Annotated[Optional[str], typer.Option("--since", help="Only records at or after this ISO 8601 date "
+    tenant: Annotated[str | None, typer.Option("--tenant", help="Only this tenant's records.")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="Only records at or after this ISO 8601 date "
                                                  "or time (no zone = UTC).")] = None,
     limit: Annotated[int, typer.Option("--limit", help="At most this many records (1 … 1000).")] = 100,
     config: ConfigOpt = None,

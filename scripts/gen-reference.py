@@ -248,8 +248,8 @@ def _families(registry: Any) -> list[tuple[str, str, tuple[str, ...], str]]:
 def metric_registries() -> dict[str, list[tuple[str, str, tuple[str, ...], str]]]:
     """The families each kind of process serves at its /metrics."""
     from longdoc.config import load_settings
-    from longdoc.service.container import Container
     from longdoc.runner.runner import Runner
+    from longdoc.service.container import Container
 
     def settings(root: Path, backend: str):
         overrides: dict[str, dict[str, Any]] = {

@@ -154,8 +154,20 @@ def test_the_document_schema_describes_the_json_export(tmp_path: Path) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     from longdoc import __version__
     from longdoc.export.writers import open_exports
-    from longdoc.model import (SCHEMA_VERSION, BBox, Block, BlockKind, DocumentStatus, ErrorInfo, Line, Page,
-                               PageStatus, SourceInfo, TableCell, TextSource)
+    from longdoc.model import (
+        SCHEMA_VERSION,
+        BBox,
+        Block,
+        BlockKind,
+        DocumentStatus,
+        ErrorInfo,
+        Line,
+        Page,
+        PageStatus,
+        SourceInfo,
+        TableCell,
+        TextSource,
+    )
 
     schema = json.loads((ROOT / "docs" / "reference" / "document.schema.json").read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)

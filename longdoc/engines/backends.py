@@ -43,9 +43,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Literal
 
-from longdoc.runtime import procs
 from longdoc.engines.model_files import sha256_of
 from longdoc.errors import EngineUnavailable
+from longdoc.runtime import procs
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,6 @@ from longdoc.export.text import PAGE_SEPARATOR, page_text
 from longdoc.model import DocumentStatus, ErrorInfo, Page
 
 
-
 @dataclass(frozen=True)
 class ExportContext:
     """What the exports beyond the page text need: the original document

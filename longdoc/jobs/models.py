@@ -18,7 +18,6 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
-    MetaData,
     Boolean,
     DateTime,
     Dialect,
@@ -26,6 +25,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    MetaData,
     String,
     Text,
     TypeDecorator,

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
-
 from dataclasses import replace
 
 from longdoc.layout.geometry import LineBox, same_row

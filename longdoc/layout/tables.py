@@ -56,7 +56,6 @@ from statistics import median
 from longdoc.layout.geometry import LineBox
 from longdoc.model import BBox, TableCell
 
-
 #: the grid is stretched onto the words only by this much (drift); beyond,
 #: its first or last row is empty and the boxes are taken as they are
 MAX_STRETCH = (0.85, 1.15)

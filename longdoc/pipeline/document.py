@@ -30,7 +30,6 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 
-from longdoc.regions.detector import RegionDetector
 from longdoc.ingest.source import DocumentSource
 from longdoc.model import Page, PageStatus
 from longdoc.pipeline.checkpoint import Checkpoint
@@ -42,6 +41,7 @@ from longdoc.pipeline.regions import find_regions
 from longdoc.pipeline.review import with_review
 from longdoc.plan import BoundaryCache, Group
 from longdoc.progress import Progress
+from longdoc.regions.detector import RegionDetector
 
 
 class DocumentRun:

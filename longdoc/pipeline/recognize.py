@@ -29,10 +29,10 @@ from longdoc.errors import EngineFailed, LongdocError, ResourceLimit
 from longdoc.ingest.source import DocumentSource, TextLayerView
 from longdoc.ingest.textlayer import judge_text_layer
 from longdoc.model import ErrorInfo, Page, PageStatus, TextSource
-from longdoc.plan import Admission, FairTurns
 from longdoc.pipeline.options import ParseOptions
 from longdoc.pipeline.regions import worth_analyzing
 from longdoc.pipeline.render import iter_page_images
+from longdoc.plan import Admission, FairTurns
 from longdoc.regions.detector import REGION_DPI
 
 TEXT_LAYER_ENGINE = "text_layer"

@@ -33,10 +33,10 @@ from collections.abc import Iterator
 import numpy as np
 
 from longdoc.engines.base import PageImage
-from longdoc.regions.detector import REGION_DPI, RegionDetector
 from longdoc.ingest.source import DocumentSource
 from longdoc.model import Line, Page, PageStatus, TextSource
 from longdoc.pipeline.render import iter_page_images
+from longdoc.regions.detector import REGION_DPI, RegionDetector
 
 
 def find_regions(source: DocumentSource, pages: dict[int, Page], detector: RegionDetector) -> dict[int, Page]:

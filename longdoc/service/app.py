@@ -46,9 +46,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from longdoc import __version__
+from longdoc.audit import middleware as audit
 from longdoc.config import Settings
 from longdoc.errors import BodyTooLarge, InvalidUpload, LongdocError, UploadTooLarge
-from longdoc.audit import middleware as audit
 from longdoc.service.container import Container
 from longdoc.service.deps import AUTHENTICATED_KEY, authenticate, require_admin
 from longdoc.service.routes import admin, console, jobs, ops

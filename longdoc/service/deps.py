@@ -13,9 +13,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 from starlette.types import Scope
 
+from longdoc.audit import middleware as audit
 from longdoc.errors import KeyExpired, LongdocError
 from longdoc.jobs.models import ApiKey
-from longdoc.audit import middleware as audit
 from longdoc.service.auth import Authenticator, authorization_header
 from longdoc.service.container import Container
 from longdoc.service.jobs_service import JobService

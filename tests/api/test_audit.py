@@ -11,11 +11,10 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from sqlalchemy import text
 
-from longdoc.audit.trail import AuditRecord, audit_public
 from longdoc.audit.middleware import ACTIONS, AUTH_FAILED
+from longdoc.audit.trail import AuditRecord, audit_public
 from tests.api.harness import InProcessServer
 from tests.pg import pg_server  # noqa: F401  (fixture)
 from tests.service.helpers import accepted, error_code, submit, wait_terminal

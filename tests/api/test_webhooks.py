@@ -10,8 +10,8 @@ import time
 import pytest
 
 from longdoc.webhooks.delivery import verify
-from tests.webhooks.receiver import Receiver
 from tests.service.helpers import accepted, submit, wait_terminal
+from tests.webhooks.receiver import Receiver
 
 TOKEN = "callback-token-6f1c9e"
 

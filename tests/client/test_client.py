@@ -111,9 +111,8 @@ def test_429_carries_retry_after(client, server):
 
 
 def test_wrong_key_and_unknown_job(server):
-    with LongdocClient(BASE, "stolen", transport=server.transport()) as client:
-        with pytest.raises(ClientError) as info:
-            client.list()
+    with LongdocClient(BASE, "stolen", transport=server.transport()) as client, pytest.raises(ClientError) as info:
+        client.list()
     assert (info.value.code, info.value.status) == ("unauthorized", 401)
     with LongdocClient(BASE, server.api_key, transport=server.transport()) as client:
         with pytest.raises(ClientError) as info:

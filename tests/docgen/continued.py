@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.docgen.documents import BODY, SMALL, TITLE, _header_footer, _finish, _Writer
+from tests.docgen.documents import BODY, SMALL, TITLE, _finish, _header_footer, _Writer
 from tests.docgen.layout import A5, Canvas, Flow, Frame, LineSpec, wrap_words
 from tests.docgen.prose import LIST_ITEMS, EnglishProse
 from tests.docgen.raster import rasterize

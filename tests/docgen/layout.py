@@ -38,7 +38,7 @@ FONT_FILES = {
 A4 = (595.28, 841.89)
 A5 = (419.53, 595.28)
 
-FIXED_DATE = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+FIXED_DATE = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 # Characters that must not start a line (they hang at the end of the previous
 # one) and that must not end one (they move to the next), for CJK wrapping.

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluation.metrics import normalize_ws
-from tests.docgen.documents import BODY, HEADING, SMALL, TITLE, _Writer
+from tests.docgen.documents import SMALL, TITLE, _Writer
 from tests.docgen.layout import A4, Block, Canvas, Flow, Frame, LineSpec, Style, wrap_words
 from tests.docgen.prose import EnglishProse
 from tests.docgen.raster import rasterize
@@ -542,7 +542,7 @@ def table_across_pages(tmp_dir: str | Path, *, seed: int = 0, rows: int | None =
     table = _simple_table(LONG_HEADER, _long_rows(random.Random(seed + 404), rows), widths, "LLR", "grid", 225)
     table.check(canvas)
     last = rows - fit - (pages - 2) * full
-    if not (10 <= fit and 5 <= last <= full - 10):
+    if not (fit >= 10 and 5 <= last <= full - 10):
         raise RuntimeError(f"{fit} rows fit on page 1, {last} are left for page {pages}: the table would not "
                            "break mid page")
     starts = [1, 1 + fit, *(1 + fit + k * full for k in range(1, pages - 1)), table.n_rows]

@@ -41,9 +41,9 @@ price_list_page        a paragraph, items at the left margin each with its
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from longdoc.engines import backends
-from longdoc.engines.rapidocr import int8 as int8_model
 from longdoc.engines.model_files import ModelFileError
 from longdoc.engines.rapidocr import RapidOcrEngine
+from longdoc.engines.rapidocr import int8 as int8_model
 from longdoc.errors import EngineUnavailable
 from tests.engines.pages import cer, english_page, english_strip
 

@@ -8,9 +8,9 @@ import logging
 import pytest
 
 from longdoc.engines import model_files
+from longdoc.engines.rapidocr import RapidOcrEngine
 from longdoc.engines.rapidocr.cascade import needs_recheck
 from longdoc.engines.rapidocr.ctc import LineReading
-from longdoc.engines.rapidocr import RapidOcrEngine
 from tests.engines.pages import CJK_FONT, cer, english_page, render_page
 
 #: characters the small model knows and tiny's 6,904 do not (tiny can never

@@ -1,8 +1,8 @@
 """Legitimate repetition in a model's answer is not a decoding loop (issue 22, point 6)."""
 
-from longdoc.engines.openai.checks import Incomplete, check_answer, repetition_loop
-
 import pytest
+
+from longdoc.engines.openai.checks import Incomplete, check_answer, repetition_loop
 
 BLANK_FORM = "<table>" + "<tr>" + "<td></td>" * 20 + "</tr>" + ("<tr>" + "<td></td>" * 20 + "</tr>") * 9 + "</table>"
 MARKDOWN = "| " + " | ".join(f"c{i}" for i in range(30)) + " |\n|" + "---|" * 30 + "\n" + ("|" + "   |" * 30 + "\n") * 10

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from longdoc.engines.openai.checks import Incomplete, check_answer, check_pages, repetition_loop
+from longdoc.engines.openai.profiles import PROFILES
 from longdoc.engines.parsers import (
     END_OF_ANSWER,
     grounded_blocks,
@@ -13,7 +14,6 @@ from longdoc.engines.parsers import (
     paddle_blocks,
     split_pages,
 )
-from longdoc.engines.openai.profiles import PROFILES
 from longdoc.model import BlockKind
 
 W, H = 612.0, 792.0

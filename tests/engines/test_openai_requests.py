@@ -165,7 +165,7 @@ def test_the_pinned_processor_string_is_sglangs_to_str_of_the_class(monkeypatch)
 
     assert pickle.dumps(stand_in, protocol=4) == pickled
     assert pickle.loads(pickled) is stand_in
-    assert SGLANG_NGRAM_PROCESSOR == json.dumps({"callable": pickled.hex()})
+    assert json.dumps({"callable": pickled.hex()}) == SGLANG_NGRAM_PROCESSOR
 
 
 # -- 5: each recipe's request, field by field -------------------------------------------------

@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from evaluation.metrics import cer
 from longdoc.config import load_settings
 from longdoc.errors import EngineUnavailable, JobCancelled
-from evaluation.metrics import cer
 from longdoc.model import DocumentStatus, PageFlag
 from longdoc.pipeline import ParseOptions, Pipeline
 from tests.conftest import free_port

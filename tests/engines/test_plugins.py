@@ -12,8 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from longdoc.errors import EXIT_CONFIG, EXIT_PARTIAL
 from tests.docgen import english_report
 

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from longdoc.errors import InputError, UnreadablePath
 from evaluation.metrics import (
     cer,
     fuzzy_find_starts,
@@ -21,6 +20,7 @@ from evaluation.metrics import (
     run_olmocr_test,
     trailing_repeats,
 )
+from longdoc.errors import InputError, UnreadablePath
 
 OLMOCR_DIR = Path("/work/shared/eval/dev/olmocr/headers_footers_draft/pdfs")
 

@@ -12,11 +12,10 @@ import pikepdf
 import pypdfium2 as pdfium
 import pytest
 
-from longdoc.config import LimitSettings, load_settings
 from evaluation.metrics import cer
+from longdoc.config import LimitSettings, load_settings
 from longdoc.export import pdf_layer
 from longdoc.export.searchable_pdf import SearchablePdfWriter
-from longdoc.export.text import page_text
 from longdoc.model import Document, Page, TextSource
 from longdoc.pipeline import ParseOptions, Pipeline
 from tests.docgen import long_textlayer

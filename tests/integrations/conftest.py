@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-import re
 
 import pytest
 

@@ -11,7 +11,6 @@ import pytest
 
 from longdoc.layout import find_furniture, layout_page
 from longdoc.model import BBox, BlockKind, Region, RegionKind, TableCell
-
 from tests.pipeline.helpers import in_order
 
 from .synth import CHAR_W, FULL, PARAGRAPHS, PITCH, Column, line, page_of, raster

@@ -21,9 +21,9 @@ import pytest
 from rapidfuzz import fuzz
 
 from longdoc.engines.base import PageImage
-from longdoc.regions.detector import REGION_DPI
 from longdoc.model import FURNITURE_KINDS, BlockKind, Document
 from longdoc.pipeline import ParseOptions
+from longdoc.regions.detector import REGION_DPI
 from tests.docgen.documents import TWO_COLUMN_TITLE, two_column
 from tests.docgen.manuals import ManualPage, contents_page, figure_page, index_page, old_book_page
 from tests.docgen.raster import office_scan

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import pytest
 
-from longdoc.config import Settings
 from evaluation.metrics import order_ok
+from longdoc.config import Settings
 from longdoc.model import FURNITURE_KINDS, BBox, BlockKind, Document, DocumentStatus, Line, Page, TextSource
 from longdoc.pipeline import ParseOptions, Pipeline
 from longdoc.pipeline.regions import worth_analyzing
 from tests.conftest import make_settings
 from tests.docgen.documents import english_report
-from tests.docgen.raster import rasterize
 from tests.docgen.layouts import (
     LayoutDoc,
     bordered_table,
@@ -27,6 +26,7 @@ from tests.docgen.layouts import (
     table_across_pages,
     two_columns_figure,
 )
+from tests.docgen.raster import rasterize
 from tests.docgen.table_score import cell_accuracy
 from tests.pipeline.helpers import flat, load_doc, txt
 

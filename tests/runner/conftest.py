@@ -253,5 +253,8 @@ def job_state(http: httpx.Client, job_id: str) -> dict:
 __all__ = ["Fleet", "job_state", "wait_for", "yaml"]
 
 from tests.jobs.conftest import (  # noqa: E402, F401  (fixtures: the records' database, the fake clock)
-    db_engine, db_sessions, fake_clock, pg_migrated_url,
+    db_engine,
+    db_sessions,
+    fake_clock,
+    pg_migrated_url,
 )

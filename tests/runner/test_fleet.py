@@ -21,8 +21,8 @@ import redis
 
 from tests.docgen import long_textlayer
 from tests.pki import pki  # noqa: F401  (fixture)
-from tests.service.helpers import accepted, submit, wait_terminal
 from tests.runner.conftest import wait_for
+from tests.service.helpers import accepted, submit, wait_terminal
 
 RECORD = re.compile(r"Record (\d+)\.")
 #: the fault tests read the 120-page document in 8 groups (stride 15): enough tasks to kill one

@@ -28,14 +28,14 @@ from datetime import timedelta
 import pytest
 
 from longdoc.config import load_settings
+from longdoc.jobs.repo import JobRepo
+from longdoc.jobs.states import JobState
+from longdoc.jobs.task_repo import TaskRepo, group_task
+from longdoc.pipeline import Pipeline
 from longdoc.runner.finisher import JobFinisher
 from longdoc.runner.lease import worker_id
 from longdoc.runner.reconciler import TaskReconciler, too_many_attempts
-from longdoc.jobs.repo import JobRepo
-from longdoc.jobs.states import JobState
 from longdoc.runner.steps import TaskSteps, job_timed_out
-from longdoc.jobs.task_repo import TaskRepo, group_task
-from longdoc.pipeline import Pipeline
 from longdoc.storage.local import LocalStore
 from longdoc.storage.scratch import ScratchDir
 

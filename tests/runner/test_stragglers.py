@@ -20,10 +20,10 @@ from datetime import timedelta
 
 import pytest
 
-from longdoc.runner import steps as steps_module
 from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import JobState
 from longdoc.jobs.task_repo import TaskRepo, group_task, render_task
+from longdoc.runner import steps as steps_module
 from longdoc.storage import keys
 from longdoc.storage.checkpoint import StoreCheckpoint
 from tests.docgen import english_report

@@ -20,7 +20,16 @@ import pytest
 from tests.docgen import english_report, rasterize
 from tests.ingest.files import good_page, pdf_with_pages, stream_bomb_page
 from tests.service.conftest import Server
-from tests.service.helpers import accepted, closed_by_server, connect, error_code, raw_response, submit, wait_for, wait_terminal
+from tests.service.helpers import (
+    accepted,
+    closed_by_server,
+    connect,
+    error_code,
+    raw_response,
+    submit,
+    wait_for,
+    wait_terminal,
+)
 
 SANDBOX_MB = 128
 BOMB_MIB = 320

@@ -12,9 +12,9 @@ import time
 import httpx
 import pytest
 
-from tests.webhooks.receiver import Receiver
 from tests.service.conftest import Server
 from tests.service.helpers import accepted, error_code, get_job, submit, wait_for, wait_terminal
+from tests.webhooks.receiver import Receiver
 
 MAX_UPLOAD_MB = 1
 MAX_PAGES = 20

@@ -26,8 +26,16 @@ from longdoc.errors import ConfigError, InvalidObjectKey, StorageError
 from longdoc.storage import store_from_url
 from longdoc.storage.s3 import S3Store
 from tests.pki import pki  # noqa: F401  (fixture)
-from tests.storage.conftest import (BUCKET, FAKE_KEY_ID, FAKE_SECRET, ProbingReader, moto_store, requests_sent,
-                                    s3_client, start_moto)
+from tests.storage.conftest import (
+    BUCKET,
+    FAKE_KEY_ID,
+    FAKE_SECRET,
+    ProbingReader,
+    moto_store,
+    requests_sent,
+    s3_client,
+    start_moto,
+)
 
 MB = 1 << 20
 

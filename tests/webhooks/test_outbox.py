@@ -24,9 +24,9 @@ from sqlalchemy import select, update
 from longdoc.errors import JobNotFound
 from longdoc.jobs import db
 from longdoc.jobs.models import WebhookOutbox
-from longdoc.webhooks.outbox import Outbox
 from longdoc.jobs.repo import JobRepo, KeyRepo
 from longdoc.webhooks.delivery import check_target, verify
+from longdoc.webhooks.outbox import Outbox
 from tests.webhooks.receiver import Receiver
 
 PAYLOAD = {"event": "job.finished", "job": {"id": "job-1", "state": "succeeded", "title": "Zürich"}}

@@ -51,13 +51,13 @@ import logging
 import os
 import threading
 import time
-from functools import cached_property
-from dataclasses import replace
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import closing
+from dataclasses import replace
+from functools import cached_property
 from importlib.metadata import PackageNotFoundError, version
 from types import TracebackType
 from typing import Any

@@ -11,21 +11,20 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
-import os
 import statistics
 import time
-from dataclasses import dataclass, field
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from longdoc.runtime import procs
 from longdoc.engines.rapidocr import lookalikes, pitch
 from longdoc.engines.rapidocr.cascade import RecheckPlan, attach
 from longdoc.engines.rapidocr.ctc import LineReading
 from longdoc.engines.rapidocr.symbol_runs import recount_runs
 from longdoc.engines.results import check_image
+from longdoc.runtime import procs
 
 #: Settings measured on this project's scans (see the engine's docstring).
 DEFAULT_PARAMS: dict[str, Any] = {

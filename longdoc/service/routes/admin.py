@@ -8,15 +8,22 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
+from longdoc.audit import middleware as audit
+from longdoc.audit.trail import MAX_LIST_LIMIT, audit_public
 from longdoc.durations import parse_duration
 from longdoc.errors import KeyNotFound
-from longdoc.audit.trail import MAX_LIST_LIMIT, audit_public
 from longdoc.jobs.models import ApiKey, parse_utc
 from longdoc.jobs.repo import key_state
-from longdoc.audit import middleware as audit
 from longdoc.service.deps import AdminDep, ContainerDep
-from longdoc.service.schemas import (AuditEventPublic, ErrorResponse, KeyCreate, KeyCreated, KeyPublic, KeyRotate,
-                                     KeyRotated)
+from longdoc.service.schemas import (
+    AuditEventPublic,
+    ErrorResponse,
+    KeyCreate,
+    KeyCreated,
+    KeyPublic,
+    KeyRotate,
+    KeyRotated,
+)
 
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[AdminDep],
                    responses={403: {"model": ErrorResponse}})

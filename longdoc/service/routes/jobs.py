@@ -11,11 +11,11 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse
 
+from longdoc.audit import middleware as audit
 from longdoc.errors import JobNotFinished, LongdocError
 from longdoc.export.formats import ExportFormat
 from longdoc.jobs.states import JobState
 from longdoc.model import Page
-from longdoc.audit import middleware as audit
 from longdoc.service.deps import ContainerDep, JobsDep, KeyDep
 from longdoc.service.schemas import ErrorResponse, JobList, JobPublic, PageList
 from longdoc.service.uploads import UploadDep
