@@ -33,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 import pypdfium2 as pdfium
-from vs_ocrmypdf import normalized
 
 from _common import EVAL
 
@@ -42,6 +41,7 @@ from evaluation.metrics import cer
 from longdoc.engines.rapidocr import RECOGNIZERS, RapidOcrEngine
 from longdoc.engines.rapidocr import worker as rapidocr_worker
 from tests.docgen.dense import scan, typeset
+from vs_ocrmypdf import normalized
 
 DPI = 200
 WORD = re.compile(r"\w+")
