@@ -36,11 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from longdoc.runtime import procs
 from longdoc.config import LimitSettings
 from longdoc.errors import LongdocError, OutputError, ResourceLimit
 from longdoc.export import pdf_layer
 from longdoc.model import Page, PageStatus, TextSource
+from longdoc.runtime import capped
 
 _MB = 1024 * 1024
 FONT_RESOURCE = "LdOcr"
@@ -123,58 +123,45 @@ def build(original: Path, plan: Path, out: Path, limits: LimitSettings, *, pages
           failed: list[int] = ()) -> BuildReport:
     """Write the searchable PDF of ``original`` with the text ``plan`` (of
     ``pages`` pages) to ``out`` in a child process with the sandbox's memory
-    cap. Raises
+    cap (:class:`~longdoc.runtime.capped.CappedChild`). Raises
     ResourceLimit when it passes the cap or its time, OutputError when the
     file cannot be written, the original's input errors."""
-    timeout = limits.worker_timeout_seconds + SECONDS_PER_PAGE * pages
-    ctx = procs.context()
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_serve, name="longdoc-pdf", daemon=True,
-                       args=(child, str(original), str(plan), str(out), limits.model_dump(), list(failed),
-                             os.getpid()))
-    proc.start()
-    child.close()
-    try:
-        if not parent.poll(timeout):
-            raise ResourceLimit(f"Writing the searchable PDF took longer than {timeout:.0f} s.",
-                                hint="Raise limits.worker_timeout_seconds.", seconds=round(timeout))
+    deadline_s = limits.worker_timeout_seconds + SECONDS_PER_PAGE * pages
+    with capped.CappedChild(_Builder, (limits.model_dump(),), memory_bytes=limits.worker_memory_mb * _MB,
+                            replied=(LongdocError,), name="longdoc-pdf") as child:
+        return child.call((str(original), str(plan), str(out), list(failed)), deadline_s=deadline_s,
+                          failed=_overrun)
+
+
+def _overrun(overrun: capped.Overrun) -> ResourceLimit:
+    if overrun.cause == "deadline":
+        return ResourceLimit(f"Writing the searchable PDF took longer than {overrun.deadline_s:.0f} s.",
+                             hint="Raise limits.worker_timeout_seconds.", seconds=round(overrun.deadline_s))
+    return ResourceLimit("Writing the searchable PDF needed more memory than the sandbox allows "
+                         "(limits.worker_memory_mb).", hint="Raise limits.worker_memory_mb.")
+
+
+class _Builder:
+    """The child's side: ``(original, plan, out, failed)`` → the
+    :class:`BuildReport` of the file written; what goes wrong as a
+    LongdocError (a MemoryError is left to the capped child)."""
+
+    def __init__(self, limits: dict[str, Any]) -> None:
+        self.limits = LimitSettings(**limits)
+
+    def __call__(self, request: tuple[str, str, str, list[int]]) -> BuildReport:
+        original, plan, out, failed = request
         try:
-            status, value = parent.recv()
-        except EOFError:
-            raise ResourceLimit("Writing the searchable PDF needed more memory than the sandbox allows "
-                                "(limits.worker_memory_mb).", hint="Raise limits.worker_memory_mb.") from None
-    finally:
-        if proc.is_alive():
-            proc.kill()
-        proc.join(5)
-        parent.close()
-    if status == "error":
-        raise value
-    return value
-
-
-def _serve(conn: Any, original: str, plan: str, out: str, limits: dict[str, Any], failed: list[int],
-           owner_pid: int) -> None:
-    procs.die_with(owner_pid)
-    settings = LimitSettings(**limits)
-    procs.limit_address_space(settings.worker_memory_mb * _MB)
-    try:
-        report = _write(Path(original), Path(plan), Path(out), settings, failed)
-        conn.send(("ok", report))
-    except LongdocError as exc:
-        conn.send(("error", exc))
-    except MemoryError:
-        conn.send(("error", ResourceLimit("Writing the searchable PDF needed more memory than the sandbox "
-                                          "allows (limits.worker_memory_mb).")))
-    except OSError as exc:
-        conn.send(("error", OutputError(f"Cannot write the searchable PDF: {exc.strerror or exc}.")))
-    except Exception as exc:  # noqa: BLE001 - pikepdf/qpdf errors on a damaged original
-        conn.send(("error", OutputError(f"The searchable PDF could not be written ({type(exc).__name__}: "
-                                        f"{str(exc)[:300]}).",
-                                        hint="The other formats are not affected; report the document if "
-                                             "it opens in a viewer.")))
-    finally:
-        conn.close()
+            return _write(Path(original), Path(plan), Path(out), self.limits, failed)
+        except (LongdocError, MemoryError):
+            raise
+        except OSError as exc:
+            raise OutputError(f"Cannot write the searchable PDF: {exc.strerror or exc}.") from None
+        except Exception as exc:  # noqa: BLE001 - pikepdf/qpdf errors on a damaged original
+            raise OutputError(f"The searchable PDF could not be written ({type(exc).__name__}: "
+                              f"{str(exc)[:300]}).",
+                              hint="The other formats are not affected; report the document if "
+                                   "it opens in a viewer.") from None
 
 
 def _write(original: Path, plan: Path, out: Path, limits: LimitSettings, failed: list[int]) -> BuildReport:

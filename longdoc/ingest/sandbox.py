@@ -24,6 +24,10 @@ Limits and what trips them:
   step fails that page alone (the next step starts a fresh child, which
   reopens the document); the opening step refuses the document.
 
+The child, its cap, the deadline and the request/reply framing are
+:class:`longdoc.runtime.capped.CappedChild`'s; this module holds what the
+child does with a document (:class:`_Document`) and the errors' wording.
+
 A rendered page's pixels travel in a memory file (``memfd``) whose
 descriptor is passed over the pipe, not through it: one copy on each side
 instead of pickling 12 MB per A4 page at 200 dpi (measured: 78 → 43 ms a
@@ -36,31 +40,23 @@ one thread at a time (a lock guards the pipe).
 
 from __future__ import annotations
 
-import logging
 import mmap
 import os
-import queue
-import signal
 import threading
-import time
 from pathlib import Path
 from types import TracebackType
-from multiprocessing import reduction
 from typing import Any, Self
 
 from PIL import Image
 
-from longdoc.runtime import procs
 from longdoc.config import LimitSettings
 from longdoc.errors import ConfigError, LongdocError, ResourceLimit
 from longdoc.ingest.open import open_document
 from longdoc.ingest.source import DocumentSource, RenderedPage
 from longdoc.model import BBox, Line
-
-log = logging.getLogger(__name__)
+from longdoc.runtime import capped, procs
 
 _MB = 1024 * 1024
-_CLOSE_WAIT_S = 2.0
 _METHODS = ("page_size", "render", "text_layer")
 
 
@@ -89,10 +85,11 @@ class SandboxedSource:
         self.limits = limits
         self.name = name or self.path.name
         self._lock = threading.Lock()
-        self._proc: Any = None
-        self._conn: Any = None
+        self._child = capped.CappedChild(_Document, (str(self.path), self.name, limits.model_dump()),
+                                         memory_bytes=limits.worker_memory_mb * _MB,
+                                         replied=(LongdocError, ValueError), name="longdoc-sandbox")
         self._closed = False
-        info = self._start(page=None)
+        info = self._open(page=None)
         self.media_type: str = info["media_type"]
         self.sha256: str = info["sha256"]
         self.page_count: int = info["page_count"]
@@ -104,7 +101,7 @@ class SandboxedSource:
         return self._call("page_size", page)
 
     def render(self, page: int, dpi: float) -> RenderedPage:
-        return self._call("render", page, dpi)
+        return _pixels(self._call("render", page, dpi))
 
     def text_layer(self, page: int) -> list[Line] | None:
         rows = self._call("text_layer", page)
@@ -120,7 +117,7 @@ class SandboxedSource:
         """Stop the child (asking first, killing after a short wait). Idempotent."""
         with self._lock:
             self._closed = True
-            self._stop(ask=True)
+            self._child.close()
 
     def __enter__(self) -> Self:
         return self
@@ -135,115 +132,51 @@ class SandboxedSource:
 
     def child_pid(self) -> int | None:
         """Process id of the current sandbox child (None between children)."""
-        return self._proc.pid if self._proc is not None else None
+        return self._child.pid
 
     # -- the child's life --------------------------------------------------
 
-    def _start(self, page: int | None) -> dict[str, Any]:
-        ctx = procs.context()
-        parent_conn, child_conn = ctx.Pipe()
-        self._proc = ctx.Process(
-            target=serve, name="longdoc-sandbox", daemon=True,
-            args=(child_conn, str(self.path), self.name, self.limits.model_dump(), os.getpid()),
-        )
-        self._proc.start()
-        child_conn.close()
-        self._conn = parent_conn
-        return self._receive(page, "opening the document")
+    def _open(self, page: int | None) -> dict[str, Any]:
+        """Open the document in a fresh child; returns its facts. On any
+        failure that child is ended (the next step starts another)."""
+        try:
+            return self._ask(("open",), page, "opening the document")
+        except BaseException:
+            self._child.close()
+            raise
 
     def _call(self, method: str, page: int, *args: Any) -> Any:
         with self._lock:
             if self._closed:
                 raise ValueError(f"{self!r} is closed")
-            if self._proc is None:
-                self._start(page)  # the last child died: a fresh one reopens the document
-            self._conn.send((method, page, *args))
-            return self._receive(page, _STEP_NAMES[method])
+            if self._child.pid is None:
+                self._open(page)  # the last child died: a fresh one reopens the document
+            return self._ask((method, page, *args), page, _STEP_NAMES[method])
 
-    def _receive(self, page: int | None, step: str) -> Any:
-        """The child's answer to the step just sent; raises what the child
-        raised, or ResourceLimit when it ran out of time or died."""
-        timeout = self.limits.worker_timeout_seconds
-        t0 = time.monotonic()
-        try:
-            ready = self._conn.poll(timeout)
-            status, value = self._conn.recv() if ready else (None, None)
-        except (EOFError, OSError):
-            status, value = "died", None
-        if status == "ok":
-            return value
-        if status == "pixels":
-            return self._pixels(value)
-        if status == "bug":  # the caller asked for something invalid (a page out of range)
-            raise ValueError(value)
-        if status == "error":
-            if isinstance(value, ResourceLimit):
-                self._stop(ask=False)  # it ran out of memory: its heap is not reused
-            raise value
-        if status is None:
-            self._stop(ask=False)
-            raise _limit(page, f"{step} took longer than {timeout:g} s (limits.worker_timeout_seconds)",
-                         time.monotonic() - t0)
-        how = self._stop(ask=False)
-        raise _limit(page, f"{step} needed more memory than the sandbox allows (limits.worker_memory_mb = "
-                           f"{self.limits.worker_memory_mb}; the sandbox was {how})", time.monotonic() - t0)
+    def _ask(self, request: tuple[Any, ...], page: int | None, step: str) -> Any:
+        """The child's answer to ``request``; raises what the child raised,
+        or ResourceLimit when it ran out of time or memory, or died."""
+        return self._child.call(request, deadline_s=self.limits.worker_timeout_seconds,
+                                failed=lambda overrun: self._overrun(page, step, overrun))
 
-    def _pixels(self, meta: dict[str, Any]) -> RenderedPage:
-        """The rendered page whose pixels follow as a memory file descriptor."""
-        fd = reduction.recv_handle(self._conn)
-        try:
-            with mmap.mmap(fd, meta["nbytes"], prot=mmap.PROT_READ) as pixels:
-                image = Image.frombytes("RGB", meta["size"], pixels)
-        finally:
-            os.close(fd)
-        return RenderedPage(page=meta["page"], image=image, dpi=meta["dpi"], downscaled=meta["downscaled"])
-
-    def _stop(self, *, ask: bool) -> str:
-        """End the current child; returns how it ended (for messages).
-        ``ask``: tell it to exit and let :func:`_reap` wait for it (the
-        caller does not); otherwise kill it now."""
-        proc, conn = self._proc, self._conn
-        self._proc = self._conn = None
-        if proc is None:
-            return "not running"
-        if ask:
-            try:
-                conn.send(None)
-            except OSError:
-                pass
-            conn.close()
-            _reap(proc)
-            return "asked to exit"
-        proc.kill()
-        proc.join()
-        conn.close()
-        return _how(proc.exitcode)
+    def _overrun(self, page: int | None, step: str, overrun: capped.Overrun) -> ResourceLimit:
+        if overrun.cause == "deadline":
+            what = f"{step} took longer than {overrun.deadline_s:g} s (limits.worker_timeout_seconds)"
+        else:
+            what = (f"{step} needed more memory than the sandbox allows (limits.worker_memory_mb = "
+                    f"{self.limits.worker_memory_mb}; {overrun.how})")
+        return _limit(page, what, overrun.seconds)
 
 
-_closing: queue.SimpleQueue[tuple[Any, float]] = queue.SimpleQueue()
-_reaper_started = False
-_reaper_lock = threading.Lock()
-
-
-def _reap(proc: Any) -> None:
-    """Wait for a child asked to exit (up to :data:`_CLOSE_WAIT_S`, then kill
-    it) on a background thread, so closing a source costs its caller nothing."""
-    global _reaper_started
-    with _reaper_lock:
-        if not _reaper_started:
-            threading.Thread(target=_reaper, name="longdoc-sandbox-reaper", daemon=True).start()
-            _reaper_started = True
-    _closing.put((proc, time.monotonic() + _CLOSE_WAIT_S))
-
-
-def _reaper() -> None:
-    while True:
-        proc, deadline = _closing.get()
-        proc.join(max(0.0, deadline - time.monotonic()))
-        if proc.is_alive():
-            log.warning("sandbox child did not exit when asked; killing it", extra={"pid": proc.pid})
-            proc.kill()
-            proc.join()
+def _pixels(reply: capped.WithFd) -> RenderedPage:
+    """The rendered page whose pixels came as a memory file descriptor."""
+    meta = reply.value
+    try:
+        with mmap.mmap(reply.fd, meta["nbytes"], prot=mmap.PROT_READ) as pixels:
+            image = Image.frombytes("RGB", meta["size"], pixels)
+    finally:
+        os.close(reply.fd)
+    return RenderedPage(page=meta["page"], image=image, dpi=meta["dpi"], downscaled=meta["downscaled"])
 
 
 _STEP_NAMES = {"page_size": "reading the page's size", "render": "rendering the page",
@@ -256,91 +189,63 @@ def _limit(page: int | None, what: str, seconds: float) -> ResourceLimit:
     return ResourceLimit(f"Page {page}: {what}.", page=page, seconds=round(seconds, 2))
 
 
-def _how(exitcode: int | None) -> str:
-    if exitcode is None:
-        return "still running"
-    if exitcode < 0:
-        try:
-            return f"killed by {signal.Signals(-exitcode).name}"
-        except ValueError:
-            return f"killed by signal {-exitcode}"
-    return f"exit status {exitcode}"
-
-
 # --- the child ------------------------------------------------------------------
 
 
-def serve(conn: Any, path: str, name: str, limits: dict[str, Any], owner_pid: int) -> None:
-    """The sandbox child's main loop: open the document, then answer
-    ``(method, page, *args)`` requests until ``None`` or end of pipe.
+class _Document:
+    """The sandbox child's side (built by :class:`~longdoc.runtime.capped.CappedChild`
+    in the child): ``("open",)`` opens the document and answers its facts;
+    ``(method, page, *args)`` answers one step. A caller's mistake (a page
+    out of range) comes back as a plain ValueError; a rendered page as its
+    facts with its pixels in a memory file (:func:`_pixels_out`)."""
 
-    Answers are ``("ok", value)`` or ``("error", LongdocError)``. A
-    ``MemoryError`` is answered as ResourceLimit and ends the child."""
-    procs.die_with(owner_pid)
-    settings = LimitSettings(**limits)
-    procs.limit_address_space(settings.worker_memory_mb * _MB)
-    try:
-        source = open_document(path, settings, name=name)
-    except LongdocError as exc:
-        conn.send(("error", exc))
-        return
-    except MemoryError:
-        conn.send(("error", _limit(None, "opening the document needed more memory than the sandbox "
-                                         "allows (limits.worker_memory_mb)", 0.0)))
-        return
-    with source:
-        labels = getattr(source, "page_labels", None)   # a PDF's /PageLabels, once (None: none)
-        conn.send(("ok", {"media_type": source.media_type, "sha256": source.sha256,
-                          "page_count": source.page_count, "page_labels": labels() if labels else None}))
-        _answer(conn, source)
+    def __init__(self, path: str, name: str, limits: dict[str, Any]) -> None:
+        self.path, self.name, self.limits = path, name, LimitSettings(**limits)
+        self.source: DocumentSource | None = None
 
-
-def _answer(conn: Any, source: DocumentSource) -> None:
-    while True:
+    def __call__(self, request: tuple[Any, ...]) -> Any:
+        method, *rest = request
+        if method == "open":
+            return self._open()
+        if method not in _METHODS or self.source is None:
+            raise ValueError(f"unknown sandbox method {method!r} (or no document open)")
+        page, *args = rest
         try:
-            request = conn.recv()
-        except (EOFError, OSError):
-            return
-        if request is None:
-            return
-        method, page, *args = request
-        if method not in _METHODS:
-            raise ValueError(f"unknown sandbox method {method!r}")
-        try:
-            value = getattr(source, method)(page, *args)
-            if method == "render":
-                _send_pixels(conn, value)
-                continue
-            if method == "text_layer" and value is not None:
-                value = [_row(line) for line in value]
-        except LongdocError as exc:
-            conn.send(("error", exc))
-            continue
+            value = getattr(self.source, method)(page, *args)
         except ValueError as exc:  # a caller bug (page out of range), not the document's doing
-            conn.send(("bug", str(exc)))
-            continue
-        except MemoryError:
-            conn.send(("error", _limit(page, f"{_STEP_NAMES[method]} needed more memory than the "
-                                             "sandbox allows (limits.worker_memory_mb)", 0.0)))
-            return
-        conn.send(("ok", value))
+            raise ValueError(str(exc)) from None
+        if method == "render":
+            return _pixels_out(value)
+        if method == "text_layer" and value is not None:
+            return [_row(line) for line in value]
+        return value
+
+    def _open(self) -> dict[str, Any]:
+        self.source = open_document(self.path, self.limits, name=self.name)
+        labels = getattr(self.source, "page_labels", None)   # a PDF's /PageLabels, once (None: none)
+        return {"media_type": self.source.media_type, "sha256": self.source.sha256,
+                "page_count": self.source.page_count, "page_labels": labels() if labels else None}
+
+    def close(self) -> None:
+        if self.source is not None:
+            self.source.close()
 
 
-def _send_pixels(conn: Any, rendered: RenderedPage) -> None:
-    """Send a rendered page as its facts, then its RGB pixels in a memory
-    file whose descriptor crosses the pipe."""
+def _pixels_out(rendered: RenderedPage) -> capped.WithFd:
+    """A rendered page as its facts, with its RGB pixels in a memory file
+    whose descriptor crosses the pipe."""
     data = rendered.image.tobytes()
     fd = os.memfd_create("longdoc-page", os.MFD_CLOEXEC)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        meta = {"page": rendered.page, "dpi": rendered.dpi, "downscaled": rendered.downscaled,
-                "size": rendered.image.size, "nbytes": len(data)}
-        conn.send(("pixels", meta))
-        reduction.send_handle(conn, fd, os.getppid())
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    meta = {"page": rendered.page, "dpi": rendered.dpi, "downscaled": rendered.downscaled,
+            "size": rendered.image.size, "nbytes": len(data)}
+    return capped.WithFd(meta, fd)
 
 
 _Row = tuple[str, float, float, float, float, float, int, float | None]

@@ -11,6 +11,10 @@ libraries every helper uses once, so a sandbox starts in milliseconds. A helper:
   outlives a ``kill -9`` of the owner only while a helper keeps it busy);
 - may cap its own address space (:func:`limit_address_space`), so a hostile
   input fails an allocation inside the helper instead of growing the owner.
+
+Helpers that answer requests on untrusted bytes (the document sandbox, the
+searchable-PDF writer) do so through :mod:`longdoc.runtime.capped`, which
+adds the per-call deadline and the request/reply framing to the above.
 """
 
 from __future__ import annotations
