@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -33,10 +34,8 @@ class TreeRssSampler:
                 procs = [self.proc, *self.proc.children(recursive=True)]
                 total = 0
                 for p in procs:
-                    try:
+                    with contextlib.suppress(psutil.Error):
                         total += p.memory_info().rss
-                    except psutil.Error:
-                        pass
                 self.peak = max(self.peak, total)
             except psutil.Error:
                 return
@@ -61,10 +60,8 @@ def tree_rss(proc: psutil.Process) -> int:
     itself is gone."""
     total = 0
     for p in [proc, *proc.children(recursive=True)]:
-        try:
+        with contextlib.suppress(psutil.Error):
             total += p.memory_info().rss
-        except psutil.Error:
-            pass
     return total
 
 

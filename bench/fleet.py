@@ -50,6 +50,7 @@ job does not succeed, or the run passes ``--timeout``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -169,14 +170,10 @@ def kill_group(proc: subprocess.Popen | None, grace_s: float = 20) -> None:
         return
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     if proc.poll() is None:
         proc.wait(30)
 
@@ -295,10 +292,8 @@ def run_cpu(database: str) -> dict[tuple[int, float], float]:
         if database in " ".join(p.info["cmdline"] or ()):
             procs.append(p)
     for p in procs:
-        try:
+        with contextlib.suppress(psutil.Error):
             out[(p.pid, p.create_time())] = _cpu_s(p)
-        except psutil.Error:
-            pass
     t = me.cpu_times()
     out[(0, 0.0)] = t.children_user + t.children_system  # this script's ended children
     return out

@@ -33,6 +33,7 @@ do not fit ``--memory-cap-gb`` at that concurrency is reported as not fitting
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -157,14 +158,14 @@ def main() -> int:
                 positions = [pos for _, pos in caches]
                 if c == 1:
                     row["kv_bytes_measured"] = kvs[0].nbytes
-                    ms = timed(lambda: decoder.step(kvs, [5], positions, [frozenset({1, 2})]), a.steps, sync)
+                    ms = timed(functools.partial(decoder.step, kvs, [5], positions, [frozenset({1, 2})]), a.steps, sync)
                     row["step_ms"] = round(ms, 3)
                     row["step_ms_12"] = round(head_ms + (ms - head_ms) / layers * ALL_LAYERS, 3)
                     q = torch.randn(decoder.heads, 1, decoder.head_dim, device=a.device, dtype=dtype)
-                    attn = (lambda: srswa_step(q, kvs[0], 0, decoder.scale, settings, frozenset({1, 2}))) \
-                        if mode == "srswa" else (lambda: rswa_step(q, kvs[0], 0, decoder.scale))
+                    attn = functools.partial(srswa_step, q, kvs[0], 0, decoder.scale, settings, frozenset({1, 2})) \
+                        if mode == "srswa" else functools.partial(rswa_step, q, kvs[0], 0, decoder.scale)
                     row["attn_ms"] = round(timed(attn, a.steps, sync) * ALL_LAYERS, 3)
-                ms = timed(lambda: decoder.step(kvs, [5] * c, positions, [frozenset({1, 2})] * c),
+                ms = timed(functools.partial(decoder.step, kvs, [5] * c, positions, [frozenset({1, 2})] * c),
                            max(2, a.steps // 2), sync)
                 row[f"tokens_per_s_c{c}"] = round(c / (head_ms + (ms - head_ms) / layers * ALL_LAYERS) * 1000, 2)
                 del caches, kvs
@@ -223,11 +224,7 @@ def plot(rows, path: Path) -> None:
         lo, hi = math.log10(min(values)), math.log10(max(values))
         draw.rectangle([x0, y0, x0 + w, y0 + h], outline="black")
         draw.text((x0, 10), title, fill="black")
-
-        def xy(n, v):
-            fx = (math.log10(n) - math.log10(pages[0])) / max(1e-9, math.log10(pages[-1]) - math.log10(pages[0]))
-            fy = (math.log10(v) - lo) / max(1e-9, hi - lo)
-            return x0 + 10 + fx * (w - 20), y0 + h - 10 - fy * (h - 20)
+        xy = functools.partial(_point, box=(x0, y0, w, h), pages=pages, lo=lo, hi=hi)
 
         for n in pages:
             draw.text((xy(n, 10**lo)[0] - 8, y0 + h + 5), str(n), fill="black")
@@ -241,6 +238,16 @@ def plot(rows, path: Path) -> None:
             draw.text((x0 + 10, y0 + 10 + 14 * i), mode, fill=colour)
         draw.text((x0 + w - 40, y0 + h + 20), "pages", fill="black")
     img.save(path)
+
+
+def _point(n, v, box, pages, lo, hi):
+    """(x, y) of n pages and value v in a panel at box (x0, y0, w, h), both axes log, v's from 10**lo to 10**hi."""
+    import math
+
+    x0, y0, w, h = box
+    fx = (math.log10(n) - math.log10(pages[0])) / max(1e-9, math.log10(pages[-1]) - math.log10(pages[0]))
+    fy = (math.log10(v) - lo) / max(1e-9, hi - lo)
+    return x0 + 10 + fx * (w - 20), y0 + h - 10 - fy * (h - 20)
 
 
 if __name__ == "__main__":

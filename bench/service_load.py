@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import contextlib
 import hashlib
 import os
 import secrets
@@ -237,10 +238,8 @@ class Server:
                 self.proc.kill()
                 self.proc.wait(10)
             for child in children:
-                try:
+                with contextlib.suppress(psutil.Error):
                     child.kill()
-                except psutil.Error:
-                    pass
         return self.proc.returncode
 
     def log_tail(self, lines: int = 20) -> str:

@@ -197,14 +197,16 @@ class LongdocClient:
         """
         timeout = httpx.Timeout(self._timeout, read=read_timeout)
         headers = {"Accept": "text/event-stream"}
-        with self._stream("GET", f"/v1/jobs/{job_id}/events", headers=headers, timeout=timeout) as response:
-            with _transport_errors():
-                for event in parse_sse(response.iter_lines()):
-                    if event["event"] == "error":
-                        raise _stream_error(event["data"])
-                    yield event
-                    if event["event"] == "end":
-                        return
+        with (
+            self._stream("GET", f"/v1/jobs/{job_id}/events", headers=headers, timeout=timeout) as response,
+            _transport_errors(),
+        ):
+            for event in parse_sse(response.iter_lines()):
+                if event["event"] == "error":
+                    raise _stream_error(event["data"])
+                yield event
+                if event["event"] == "end":
+                    return
 
     def page(self, job_id: str, n: int) -> dict[str, Any]:
         """Page ``n`` (1-based) of the job as the document model's Page JSON;

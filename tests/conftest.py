@@ -79,9 +79,9 @@ def standin_server(tmp_path_factory):
     an OpenAI-compatible API answering from RapidOCR; no model) in its own
     process; yields its URL (``…/v1`` is the API)."""
     port = free_port()
-    log = open(tmp_path_factory.mktemp("standin") / "standin.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "tests.standin.model_server", "--port", str(port)], cwd=ROOT,
-                            stdout=log, stderr=subprocess.STDOUT)
+    with open(tmp_path_factory.mktemp("standin") / "standin.log", "wb") as log:  # the server has its own copy
+        proc = subprocess.Popen([sys.executable, "-m", "tests.standin.model_server", "--port", str(port)], cwd=ROOT,
+                                stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
@@ -96,7 +96,6 @@ def standin_server(tmp_path_factory):
     yield url
     proc.terminate()
     proc.wait(10)
-    log.close()
 
 
 # --- order ------------------------------------------------------------------------

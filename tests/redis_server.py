@@ -36,9 +36,10 @@ class Redis:
             listen = ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(self.tls.server_cert),
                       "--tls-key-file", str(self.tls.server_key), "--tls-ca-cert-file", str(self.tls.ca),
                       "--tls-auth-clients", "no"]
-        self.proc = subprocess.Popen(
-            [REDIS_SERVER, *listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
+        with open(self.log, "ab") as log:  # the server has its own copy of the descriptor
+            self.proc = subprocess.Popen(
+                [REDIS_SERVER, *listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         ping = ["redis-cli", "-p", str(self.port), "ping"]
         if self.tls is not None:
             ping[1:1] = ["--tls", "--cacert", str(self.tls.ca)]

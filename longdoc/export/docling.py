@@ -89,7 +89,9 @@ class DoclingWriter:
             "furniture": {"self_ref": "#/furniture", "children": [], "content_layer": "furniture",
                           "name": "_root_", "label": "unspecified"},
         }
-        self._files: dict[str, TextIO] = {s: open(self._part(s), "w", encoding="utf-8") for s in _SECTIONS}
+        self._files: dict[str, TextIO] = {
+            s: open(self._part(s), "w", encoding="utf-8") for s in _SECTIONS  # noqa: SIM115  (closed by close/abort)
+        }
         self._counts = dict.fromkeys(_SECTIONS, 0)
         self._heights: dict[int, float] = {}
         # in reading order, what waits for a later page's height: (block, its page, its captions), or

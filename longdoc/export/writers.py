@@ -20,6 +20,7 @@ on a successful close; ``abort()`` removes the partial files.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -63,7 +64,7 @@ class _TextFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.f: TextIO = open(_partial(path), "w", encoding="utf-8")
+        self.f: TextIO = open(_partial(path), "w", encoding="utf-8")  # noqa: SIM115  (closed by finish/abort)
 
     def finish(self) -> None:
         self.f.flush()
@@ -199,10 +200,8 @@ class ExportSet:
 
     def abort(self) -> None:
         for writer in self._writers.values():
-            try:
+            with contextlib.suppress(OSError):
                 writer.abort()
-            except OSError:
-                pass
         self._writers = {}
 
 

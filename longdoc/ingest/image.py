@@ -311,11 +311,8 @@ def _snap(dpi: float) -> float:
 
 def _orientation(image: Image.Image) -> int:
     """EXIF orientation 1..8 (1 when absent or invalid)."""
-    tags = getattr(image, "tag_v2", None)
-    if tags is not None:  # TIFF: the tag of the current frame
-        value = tags.get(_EXIF_ORIENTATION, 1)
-    else:
-        value = image.getexif().get(_EXIF_ORIENTATION, 1)
+    tags = getattr(image, "tag_v2", None)  # TIFF: the tags of the current frame
+    value = tags.get(_EXIF_ORIENTATION, 1) if tags is not None else image.getexif().get(_EXIF_ORIENTATION, 1)
     return value if isinstance(value, int) and 1 <= value <= 8 else 1
 
 

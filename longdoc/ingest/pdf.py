@@ -31,7 +31,7 @@ import ctypes
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -195,10 +195,8 @@ class PdfSource:
 def _init_forms(pdf: pdfium.PdfDocument) -> None:
     """Enable drawing of filled-in form fields; a PDF whose forms pdfium
     cannot set up still renders, without them."""
-    try:
+    with suppress(pdfium.PdfiumError):
         pdf.init_forms()
-    except pdfium.PdfiumError:
-        pass
 
 
 def _page_labels(pdf: pdfium.PdfDocument, count: int) -> list[str | None]:

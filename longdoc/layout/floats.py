@@ -316,7 +316,6 @@ def place_floats(flow: list[Draft], floats: Sequence[Float], h: float) -> list[D
         return flow
     boxes = [_box(d) for d in flow]
     after: dict[int, list[Float]] = {}
-    first: list[Float] = []
     for flt in sorted(floats, key=lambda f: f.box[1]):
         fb = flt.box
         above = [i for i, b in enumerate(boxes) if _x_overlap(b, fb) and b[3] <= fb[1] + h]

@@ -182,9 +182,9 @@ def guarded_protocol(policy: ConnectionPolicy) -> type[H11Protocol]:
             this address at its limit, then of this listener at its limit);
             False when every one is busy with a request."""
             policy, peer = self._policy, self._peer
-            if policy.max_per_client and peer is not None and policy.per_client[peer] >= policy.max_per_client:
-                if not self._evict(lambda c: c._peer == peer):
-                    return False
+            at_limit = policy.max_per_client and peer is not None and policy.per_client[peer] >= policy.max_per_client
+            if at_limit and not self._evict(lambda c: c._peer == peer):
+                return False
             if len(self.connections) > policy.max_connections:
                 return self._evict(lambda c: c.connections is self.connections)
             return True

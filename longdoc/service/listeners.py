@@ -78,7 +78,7 @@ def serve(settings: Settings, app: FastAPI, policy: ConnectionPolicy) -> None:
         lifespan="on" if i == 0 else "off",  # the container starts and stops once, with the public listener
         ssl_context_factory=(lambda config, default: context) if context is not None else None,
     )) for i, (_, _, _, asgi) in enumerate(listeners)]
-    for (name, host, port, _), sock in zip(listeners, sockets, strict=True):
+    for (name, host, _, _), sock in zip(listeners, sockets, strict=True):
         log.info("listening", extra={"listener": name, "url": f"{'https' if context else 'http'}://{host}:"
                                      f"{sock.getsockname()[1]}", "client_certificates": bool(service.tls_client_ca)})
 
@@ -87,9 +87,11 @@ def serve(settings: Settings, app: FastAPI, policy: ConnectionPolicy) -> None:
         if container is not None:
             container.begin_shutdown()
 
-    with _signals_to(servers, begin_shutdown):
-        with asyncio.Runner(loop_factory=lambda: _Loop(service.header_timeout_seconds)) as runner:
-            runner.run(_serve(servers, sockets))
+    with (
+        _signals_to(servers, begin_shutdown),
+        asyncio.Runner(loop_factory=lambda: _Loop(service.header_timeout_seconds)) as runner,
+    ):
+        runner.run(_serve(servers, sockets))
 
 
 class _Listener(uvicorn.Server):

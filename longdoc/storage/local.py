@@ -65,7 +65,7 @@ class LocalStore:
 
     def put_file(self, key: str, path: str | Path) -> int:
         try:
-            src = open(path, "rb")
+            src = open(path, "rb")  # noqa: SIM115  (a with below: only the open's error is the caller's)
         except OSError as exc:
             raise _storage_error(f"Cannot read {path}", exc) from exc
         with src:

@@ -114,9 +114,11 @@ def test_wrong_key_and_unknown_job(server):
     with LongdocClient(BASE, "stolen", transport=server.transport()) as client, pytest.raises(ClientError) as info:
         client.list()
     assert (info.value.code, info.value.status) == ("unauthorized", 401)
-    with LongdocClient(BASE, server.api_key, transport=server.transport()) as client:
-        with pytest.raises(ClientError) as info:
-            client.get("job-404")
+    with (
+        LongdocClient(BASE, server.api_key, transport=server.transport()) as client,
+        pytest.raises(ClientError) as info,
+    ):
+        client.get("job-404")
     assert (info.value.code, info.value.status) == ("job_not_found", 404)
 
 

@@ -383,7 +383,7 @@ def side_note(tmp_dir: str | Path, *, seed: int = 0) -> GeneratedDoc:
     w = _Writer(canvas, flow, main.width)
     prose = EnglishProse(seed + 202)
 
-    p1 = w.paragraph(prose.sentences(3))
+    w.paragraph(prose.sentences(3))
     sentences = prose.sentences(3)
     while len(w.lines(sentences, BODY)) < 6:
         sentences.append(prose.sentence())
@@ -396,7 +396,7 @@ def side_note(tmp_dir: str | Path, *, seed: int = 0) -> GeneratedDoc:
     flow.add_fixed(note_block, 0, note_x, anchor.baseline - BODY.ascent_offset)
     for i, ln in enumerate(note_block.placed):
         ln.draw_key = p2.placed[0].draw_key + (i + 1) / 10
-    p3 = w.paragraph(prose.sentences(3))  # flow.blocks is now p1, p2, note, p3: the reading order
+    w.paragraph(prose.sentences(3))  # flow.blocks is now p1, p2, note, p3: the reading order
 
     gt = assemble(flow.blocks, 1)
     end = gt.line_end

@@ -171,7 +171,7 @@ def contents_page(tmp_dir: str | Path, *, leaders: str = "spaced") -> ManualPage
         rows = wrap_words(page.canvas, title.split(), style, room)
         if number:
             page.text(x_number, y, number, style)
-        for i, row in enumerate(rows[:-1]):
+        for row in rows[:-1]:
             page.text(x_title, y, " ".join(row), style)
             y += style.leading
         end = page.text(x_title, y, " ".join(rows[-1]), style)

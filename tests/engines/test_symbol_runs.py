@@ -242,7 +242,7 @@ def test_a_chinese_contents_pages_leaders_are_read_as_printed(seed, tmp_path):
     raw = rapidocr_worker._read(ocr, pixels, 0)
     texts, _ = recount_runs(pixels, raw.quads, raw.texts)
     text = "\n".join(texts)
-    for number, title, _ in CONTENTS_ZH:
+    for _, title, _ in CONTENTS_ZH:
         (entry,) = [e for e in page.entries if title in e]
         lines = [t for t in texts if title.replace(" ", "")[-5:-1] in t.replace(" ", "")]
         assert len(lines) == 1, (title, lines, texts)

@@ -45,7 +45,7 @@ def test_never_more_than_max_in_flight_pulled_ahead():
             yield page(n)
 
     with ThreadPoolExecutor(2) as pool:
-        for head, rest in in_order(pages(), lambda p: Slot(p, pool.submit(lambda: p.page)), 3):
+        for _head, rest in in_order(pages(), lambda p: Slot(p, pool.submit(lambda: p.page)), 3):
             seen_ahead.append(pulled - yielded)
             assert len(rest) + 1 <= 3
             yielded += 1

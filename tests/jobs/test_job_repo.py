@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from functools import partial
 from threading import Barrier, Event
 
 import pytest
@@ -177,17 +178,18 @@ def test_queue_position_is_priority_then_first_queued(jobs):
 def test_two_tasks_starting_one_job_yield_exactly_one_winner(jobs):
     for i in range(8):
         job, _ = submit(jobs, sha=f"{i:064x}")
-        barrier = Barrier(2)
-
-        def start(_):
-            barrier.wait()
-            return jobs.start(job.id)
-
+        start = partial(_start_together, jobs, Barrier(2), job.id)
         with ThreadPoolExecutor(2) as pool:
-            results = list(pool.map(start, range(2)))
+            results = [f.result() for f in [pool.submit(start), pool.submit(start)]]
         winners = [r for r in results if r is not None]
         assert len(winners) == 1
         assert jobs.get_any(job.id).state == "running"
+
+
+def _start_together(jobs, barrier, job_id):
+    """Start ``job_id`` once every party has reached ``barrier``."""
+    barrier.wait()
+    return jobs.start(job_id)
 
 
 def test_start_sets_running_fields_and_only_from_queued(jobs):

@@ -17,6 +17,7 @@ restart the API. A failing test gets the tail of every log.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -70,11 +71,10 @@ class Worker:
         _LOGS.append(self.log_path)
 
     def start(self) -> Worker:
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "longdoc.cli", "worker", "--config", str(self.config),
-                                      *self.args], cwd=self.root, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True, env={**os.environ, **AWS_ENV})
-        log.close()
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", "longdoc.cli", "worker", "--config", str(self.config),
+                                          *self.args], cwd=self.root, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True, env={**os.environ, **AWS_ENV})
         return self
 
     def wait_ready(self, timeout: float = 60) -> None:
@@ -87,10 +87,8 @@ class Worker:
     def kill9(self) -> None:
         """SIGKILL the worker and every process of its group (its pool, sandboxes, OCR workers)."""
         assert self.proc is not None
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.proc.wait(30)
 
     def stop(self) -> None:
@@ -106,14 +104,10 @@ class Worker:
         """Wait (20 s at most) for a worker sent SIGTERM, then kill what is left of its group."""
         if self.proc is None:
             return
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         if self.proc.poll() is None:
             self.proc.wait(30)
 
@@ -152,7 +146,7 @@ class Fleet:
 
     def start(self, workers: int = 2, queues: str = "cpu,engine,short", concurrency: int = 1) -> Fleet:
         self.api.start()
-        for i in range(workers):
+        for _ in range(workers):
             self.add_worker(queues, concurrency)
         for w in self.workers:
             w.wait_ready()

@@ -190,7 +190,7 @@ def test_a_burst_of_five_times_the_queue_bound_refuses_the_excess_and_finishes_t
         jobs = [a.json()["id"] for a in answers if a.status_code == 202]
         assert len(jobs) >= BURST_BOUND
         deadline = time.monotonic() + 400
-        for job_id, path in zip(jobs, [p for p, a in zip(docs, answers) if a.status_code == 202]):
+        for job_id, _path in zip(jobs, [p for p, a in zip(docs, answers) if a.status_code == 202]):
             final = wait_terminal(http, job_id, timeout=max(5.0, deadline - time.monotonic()))
             assert final["state"] == "succeeded", final
         # each accepted document came back as itself

@@ -24,6 +24,7 @@ Fixtures:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import secrets
@@ -149,14 +150,13 @@ class Server(ServiceAccess):
 
     def start(self, wait_ready: bool = True) -> Server:
         assert self.proc is None or self.proc.poll() is not None, "server already running"
-        log = open(self.log_path, "ab")
-        log.write(f"\n===== start {time.strftime('%H:%M:%S')} =====\n".encode())
-        log.flush()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "longdoc.cli", "serve", "--config", str(self.config_path)],
-            cwd=self.root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-        log.close()
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n===== start {time.strftime('%H:%M:%S')} =====\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "longdoc.cli", "serve", "--config", str(self.config_path)],
+                cwd=self.root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
         if self not in _LIVE:
             _LIVE.append(self)
         if wait_ready:
@@ -182,10 +182,8 @@ class Server(ServiceAccess):
     def kill9(self) -> None:
         """SIGKILL the whole process group (server and its OCR workers)."""
         assert self.proc is not None
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.proc.wait(timeout=STOP_TIMEOUT_S)
 
     def terminate(self, timeout: float = STOP_TIMEOUT_S) -> int:
@@ -218,10 +216,8 @@ class Server(ServiceAccess):
     def _reap_group(self) -> None:
         if self.proc is None:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         if self.proc.poll() is None:
             self.proc.wait(timeout=STOP_TIMEOUT_S)
 

@@ -95,17 +95,19 @@ def test_on_a_kept_alive_connection_the_head_deadline_runs_from_the_requests_fir
     """After a response the connection may idle (keep-alive timer); once
     the next request's first byte arrives, its head must be complete within
     the head deadline however the rest trickles in."""
-    with _serving(guarded_protocol(ConnectionPolicy(100, 0, HEAD_S, HEAD_S)), keep_alive_s=5) as port:
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            assert _status(sock) == 200
-            time.sleep(0.5)  # idle, within keep-alive
-            sock.sendall(b"GET / HTTP/1.1\r\n")
-            began = time.monotonic()
-            while not closed_by_server(sock, 0.3):
-                assert time.monotonic() - began < HEAD_S + SLACK_S, "the trickled head was never cut"
-                sock.sendall(b"X-Drip: a\r\n")
-            assert time.monotonic() - began >= HEAD_S - 0.2
+    with (
+        _serving(guarded_protocol(ConnectionPolicy(100, 0, HEAD_S, HEAD_S)), keep_alive_s=5) as port,
+        socket.create_connection(("127.0.0.1", port), timeout=5) as sock,
+    ):
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _status(sock) == 200
+        time.sleep(0.5)  # idle, within keep-alive
+        sock.sendall(b"GET / HTTP/1.1\r\n")
+        began = time.monotonic()
+        while not closed_by_server(sock, 0.3):
+            assert time.monotonic() - began < HEAD_S + SLACK_S, "the trickled head was never cut"
+            sock.sendall(b"X-Drip: a\r\n")
+        assert time.monotonic() - began >= HEAD_S - 0.2
 
 
 def test_at_the_caps_the_connection_waiting_longest_for_its_head_gives_way_and_busy_ones_do_not():

@@ -11,6 +11,7 @@ The TLS tests run a private ``redis-server`` that listens only over TLS
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -158,10 +159,8 @@ class Outage:
     def down(self) -> None:
         for s in [self._server, *self._sockets]:
             if s is not None:
-                try:
+                with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
                 s.close()
         self._server, self._sockets = None, []
 

@@ -79,7 +79,7 @@ def test_five_restarts_mid_job_lose_nothing_and_a_sigterm_is_never_a_takeover(st
     for n, how in enumerate(STOPS, 1):
         with srv.http(key) as http:
             # a group more than at the last stop is checkpointed, and the job still runs
-            job = wait_for(http, job_id, lambda j: j["state"] != "running" or j["pages_done"] > done_at_stop)
+            job = wait_for(http, job_id, lambda j, done=done_at_stop: j["state"] != "running" or j["pages_done"] > done)
             assert job["state"] == "running", (n, how, job)
             done_at_stop = job["pages_done"]
         assert done_at_stop < PAGES, f"the job ended before stop {n}: make it longer"

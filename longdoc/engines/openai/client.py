@@ -32,6 +32,7 @@ between them are not.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import random
@@ -207,15 +208,11 @@ def _shut(response: httpx.Response) -> None:
     stream = response.extensions.get("network_stream")
     sock = stream.get_extra_info("socket") if stream is not None else None
     if isinstance(sock, socket.socket):
-        try:
+        with contextlib.suppress(OSError):  # closed already
             sock.shutdown(socket.SHUT_RDWR)
-        except OSError:  # closed already
-            pass
         return
-    try:
+    with contextlib.suppress(Exception):  # closing from another thread: best effort, the reader's own check follows
         response.close()
-    except Exception:  # closing from another thread: best effort, the reader's own check follows
-        pass
 
 
 class ModelClient:

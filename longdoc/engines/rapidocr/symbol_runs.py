@@ -397,7 +397,7 @@ def _right_limit(image: np.ndarray, boxes: list[tuple[int, int, int, int]], i: i
     along it, or :data:`MAX_REACH` line heights on."""
     x0, y0, x1, y1 = boxes[i]
     right = min(image.shape[1], x1 + MAX_REACH * (y1 - y0))
-    for j, (bx0, by0, bx1, by1) in enumerate(boxes):
+    for j, (bx0, by0, _, by1) in enumerate(boxes):
         if j != i and bx0 >= x1 and min(by1, y1) - max(by0, y0) >= 0.5 * min(y1 - y0, by1 - by0):
             right = min(right, bx0)
     return right

@@ -488,25 +488,24 @@ def time_roles(candidates: dict[str, dict[str, dict[str, Any]]], owner_pid: int 
         widths = [1400 + 13 * ((7 * i + 5 * run) % 11) for i in range(6)] + [420 + 9 * run, 760 - 7 * run]
         return [np.ascontiguousarray(image[top:bottom, :width]) for (top, bottom), width in zip(CALIBRATION_LINES, widths)]
 
+    def run(role: str, model: Any, k: int) -> None:
+        if role == "det":
+            model(image)
+        else:
+            for crop in crops(k):
+                model(TextRecInput(img=[crop]))
+
     seconds: dict[str, dict[str, float]] = {}
     for role, by_runtime in candidates.items():
         for runtime, params in by_runtime.items():
             try:
                 ocr = RapidOCR(params=params)
                 model = load_model(ocr, role, cascade="recheck" in candidates)
-
-                def run(k: int) -> None:
-                    if role == "det":
-                        model(image)
-                    else:
-                        for crop in crops(k):
-                            model(TextRecInput(img=[crop]))
-
-                run(0)
+                run(role, model, 0)
                 runs = []
                 for k in range(1, 4):
                     t0 = time.perf_counter()
-                    run(k)
+                    run(role, model, k)
                     runs.append(time.perf_counter() - t0)
                 seconds.setdefault(role, {})[runtime] = min(runs)
             except Exception as exc:
