@@ -41,6 +41,7 @@ from sqlalchemy import delete, insert, select
 from longdoc.errors import DatabaseUnavailable
 from longdoc.jobs.models import AuditEvent
 from longdoc.jobs.repo import _Repo
+from longdoc.runtime.loop import Loop
 
 log = logging.getLogger("longdoc.audit")
 
@@ -126,10 +127,10 @@ class AuditWriter:
         self._closed = False
         self._lock = threading.Lock()
         self._warned_at: dict[str, float] = {}
-        self._thread = threading.Thread(target=self._run, name="longdoc-audit", daemon=True)
+        self._loop = Loop(self._step, 0.0, "longdoc-audit", at_start=True)
 
     def start(self) -> AuditWriter:
-        self._thread.start()
+        self._loop.start()
         return self
 
     def record(self, record: AuditRecord) -> None:
@@ -150,7 +151,7 @@ class AuditWriter:
         with self._queue.all_tasks_done:
             while self._queue.unfinished_tasks:
                 left = deadline - time.monotonic()
-                if left <= 0 or not self._thread.is_alive():
+                if left <= 0 or not self._loop.is_alive():
                     return False
                 self._queue.all_tasks_done.wait(min(left, 0.5))
         return True
@@ -160,37 +161,37 @@ class AuditWriter:
         thread; records that arrive later are dropped."""
         self._closed = True
         self._stopping.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
+        self._loop.join(timeout)
         left = self._queue.qsize()
         if left:
             self._drop(left, "not written at shutdown")
 
     # -- the writer thread -----------------------------------------------------
 
-    def _run(self) -> None:
-        while True:
+    def _step(self) -> float | None:
+        """Write the next batch; ends the loop once closing and the queue is empty."""
+        try:
+            batch = [self._queue.get(timeout=0.2)]
+        except queue.Empty:
+            if self._stopping.is_set():
+                self._loop.begin_stop()
+            return 0.0
+        until = time.monotonic() + self.linger_s
+        while len(batch) < self.batch_max:
+            left = until - time.monotonic()
             try:
-                batch = [self._queue.get(timeout=0.2)]
+                if left > 0 and not self._stopping.is_set():
+                    batch.append(self._queue.get(timeout=left))
+                else:
+                    batch.append(self._queue.get_nowait())
             except queue.Empty:
-                if self._stopping.is_set():
-                    return
-                continue
-            until = time.monotonic() + self.linger_s
-            while len(batch) < self.batch_max:
-                left = until - time.monotonic()
-                try:
-                    if left > 0 and not self._stopping.is_set():
-                        batch.append(self._queue.get(timeout=left))
-                    else:
-                        batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            try:
-                self._write(batch)
-            finally:
-                for _ in batch:
-                    self._queue.task_done()
+                break
+        try:
+            self._write(batch)
+        finally:
+            for _ in batch:
+                self._queue.task_done()
+        return 0.0
 
     def _write(self, batch: list[AuditRecord]) -> None:
         """Insert ``batch``; retried while the database is unavailable (one

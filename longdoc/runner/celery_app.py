@@ -17,8 +17,9 @@ reconnect to a restarted broker forever.
 
 Each worker process (Celery's prefork children) builds its own
 :class:`~longdoc.runner.runner.Runner` after the fork, with a
-scratch folder of its own, and runs the reconciler and the webhook outbox
-(the one way webhooks are delivered) on two background threads; the
+scratch folder of its own, and starts it (:meth:`Runner.start`: the
+reconciler and the webhook outbox, the one way webhooks are delivered, on
+background loops); the
 parent process holds no connection and no thread, so forking a fresh
 child (``queue.max_tasks_per_child``) is safe.
 """
@@ -28,9 +29,8 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import Celery, signals
 from kombu import Queue
@@ -38,10 +38,11 @@ from kombu import Queue
 from longdoc.config import Settings
 from longdoc.errors import BrokerUnavailable
 from longdoc.runner.lease import worker_id
-from longdoc.runtime.loop import Loop
-from longdoc.runner.steps import Send
 from longdoc.jobs.task_repo import QUEUES
 from longdoc.tls import redis_options
+
+if TYPE_CHECKING:
+    from longdoc.runner.steps import TaskSteps
 
 log = logging.getLogger("longdoc.runner")
 
@@ -83,29 +84,45 @@ def make_app(settings: Settings) -> Celery:
     return app
 
 
-def sender(app: Celery) -> Send:
-    """``send(job_id, name, queue, countdown_s)`` over ``app``'s broker;
-    raises BrokerUnavailable when the broker cannot take the message."""
+class CeleryTransport:
+    """The fleet's :class:`~longdoc.runner.transport.TaskTransport`: a
+    message per task on ``app``'s broker. Celery's own worker loop takes the
+    messages and runs them (:func:`_run_task`), so :meth:`start` and the
+    stops have nothing of their own to start or stop; a worker process's
+    :class:`~longdoc.runner.runner.Runner` tells its steps to stop."""
 
-    def send(job_id: str, name: str, queue: str, countdown_s: float = 0.0) -> None:
+    #: a broker can lose a message (restarted without persistence, purged)
+    redelivers = True
+
+    def __init__(self, app: Celery) -> None:
+        self.app = app
+
+    def send(self, job_id: str, name: str, queue: str, countdown_s: float = 0.0) -> None:
+        """Raises BrokerUnavailable when the broker cannot take the message."""
         try:
-            app.send_task(RUN_TASK, args=[job_id, name], queue=queue, countdown=countdown_s or None,
-                          retry=True, retry_policy={"max_retries": 2, "interval_start": 0.2,
-                                                    "interval_step": 0.5, "interval_max": 1.0})
+            self.app.send_task(RUN_TASK, args=[job_id, name], queue=queue, countdown=countdown_s or None,
+                               retry=True, retry_policy={"max_retries": 2, "interval_start": 0.2,
+                                                         "interval_step": 0.5, "interval_max": 1.0})
         except Exception as exc:  # kombu's OperationalError and friends, mapped here once
             raise BrokerUnavailable(f"The broker did not take the task ({type(exc).__name__}).") from exc
 
-    return send
+    def start(self, steps: TaskSteps | None) -> None:
+        """Nothing to start: Celery's worker runs what the broker delivers."""
 
+    def begin_stop(self) -> None:
+        """Nothing to flag: Celery's warm shutdown stops taking messages."""
 
-def broker_ok(app: Celery) -> bool:
-    """Whether the broker answers now (readiness)."""
-    try:
-        with app.connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1, timeout=2)
-        return True
-    except Exception:
-        return False
+    def stop(self) -> None:
+        """Nothing to wait for here (Celery's worker does)."""
+
+    def ready(self) -> bool:
+        """Whether the broker answers now."""
+        try:
+            with self.app.connection_for_write() as conn:
+                conn.ensure_connection(max_retries=1, timeout=2)
+            return True
+        except Exception:
+            return False
 
 
 # -- worker processes ---------------------------------------------------------------
@@ -125,8 +142,7 @@ def runtime():
         settings: Settings = _state["settings"]
         app = _state.setdefault("app", make_app(settings))
         scratch = Path(settings.service.work_dir) / f"fleet-{os.getpid()}"
-        rt = Runner(settings, worker_id("worker"), sender(app), scratch_root=scratch)
-        rt.scratch.clear()
+        rt = Runner(settings, worker_id("worker"), CeleryTransport(app), scratch_root=scratch)
         _remove_dead_scratch(Path(settings.service.work_dir))
         _state["runtime"] = rt
     return _state["runtime"]
@@ -169,10 +185,7 @@ def _start_background(**_: Any) -> None:
     q = rt.settings.queue
     if q.worker_metrics_port is not None:
         _serve_metrics(rt, q.worker_metrics_port)
-    _state["loops"] = [Loop(rt.reconciler.run_once, q.reconcile_interval_seconds, "longdoc-reconciler").start()]
-    stop = threading.Event()
-    _state["outbox_stop"] = stop
-    threading.Thread(target=rt.outbox.run, args=(stop,), name="longdoc-outbox", daemon=True).start()
+    rt.start(take_back_dead=False)
 
 
 def _serve_metrics(rt: Any, base_port: int) -> None:
@@ -190,11 +203,7 @@ def _serve_metrics(rt: Any, base_port: int) -> None:
 
 @signals.worker_process_shutdown.connect
 def _stop_background(**_: Any) -> None:
-    for loop in _state.pop("loops", []):
-        loop.stop()
-    stop = _state.pop("outbox_stop", None)
-    if stop is not None:
-        stop.set()
     rt = _state.pop("runtime", None)
     if rt is not None:
+        rt.stop()
         rt.close()

@@ -58,6 +58,7 @@ from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import JobState
 from longdoc.runner.steps import TaskSteps
 from longdoc.jobs.task_repo import QUEUES, Lease, TaskRepo
+from longdoc.runtime.loop import Loop
 
 log = logging.getLogger("longdoc.dispatch")
 
@@ -73,6 +74,11 @@ def pool_sizes(max_concurrency: int) -> dict[str, int]:
 
 
 class InProcessTransport:
+    """The embedded backend's :class:`~longdoc.runner.transport.TaskTransport`."""
+
+    #: the rows are the queue: nothing sent can be lost on the way
+    redelivers = False
+
     def __init__(self, settings: Settings, tasks: TaskRepo, jobs: JobRepo) -> None:
         self.max_jobs = settings.service.max_concurrency
         self.lease_s = settings.queue.lease_seconds
@@ -84,7 +90,8 @@ class InProcessTransport:
         self._stopping = threading.Event()
         self._lock = threading.Lock()  # one pick at a time: admission counts what is starting
         self._starting: dict[str, str] = {}  # job id → lane: first tasks started here, still running
-        self._watchdog = threading.Thread(target=self._watch, name="longdoc-pool-watchdog", daemon=True)
+        self._lost: set[tuple[int, str]] = set()  # (thread id, lease token): lease gone at the last look
+        self._watchdog = Loop(self._watch, POLL_S, "longdoc-pool-watchdog")
         self._closer = threading.Thread(target=self._close_when_stopping, name="longdoc-pool-closer", daemon=True)
 
     # -- what the task steps call -------------------------------------------------
@@ -105,8 +112,10 @@ class InProcessTransport:
 
     # -- lifecycle ----------------------------------------------------------------
 
-    def start(self, steps: TaskSteps) -> None:
+    def start(self, steps: TaskSteps | None) -> None:
         """Start a pool per queue running tasks with ``steps``."""
+        if steps is None:
+            raise ValueError("the embedded transport runs the tasks it carries: it needs the task steps")
         self._steps = steps
         for name in QUEUES:
             self._pools[name] = _Pool(name, self.sizes[name], self._pick, self._run, self._stopping)
@@ -115,6 +124,10 @@ class InProcessTransport:
         self._watchdog.start()
         self._closer.start()
 
+    def ready(self) -> bool:
+        """Started, not stopping, and every pool's feeder alive."""
+        return bool(self._pools) and not self._stopping.is_set() and all(p.alive() for p in self._pools.values())
+
     def begin_stop(self) -> None:
         """Take no more tasks; running ones stop at their next group, and
         are handed back ``grace_s`` seconds from now if they have not.
@@ -122,6 +135,9 @@ class InProcessTransport:
         self._stopping.set()
         if self._steps is not None:
             self._steps.stopping.set()
+        self._watchdog.begin_stop()
+        for pool in self._pools.values():
+            pool.begin_stop()
 
     def stop(self) -> None:
         """:meth:`begin_stop`, then wait until every running task went back
@@ -201,12 +217,13 @@ class InProcessTransport:
 
     def _watch(self) -> None:
         """Every :data:`POLL_S` seconds until stopped: :meth:`_look`."""
-        lost: set[tuple[int, str]] = set()
-        while not self._stopping.wait(POLL_S):
-            try:
-                lost = self._look(lost)
-            except Exception as exc:  # the database blinked: look again next time
-                log.warning("could not look at the pools' threads", extra={"error": type(exc).__name__}, exc_info=True)
+        if self._stopping.is_set():
+            self._watchdog.begin_stop()
+            return
+        try:
+            self._lost = self._look(self._lost)
+        except Exception as exc:  # the database blinked: look again next time
+            log.warning("could not look at the pools' threads", extra={"error": type(exc).__name__}, exc_info=True)
 
     def _look(self, lost: set[tuple[int, str]]) -> set[tuple[int, str]]:
         """Abandon the threads busy on a task whose lease was already gone at
@@ -246,22 +263,30 @@ class _Pool:
         self.name, self.size = name, size
         self._pick, self._run, self._stopping = pick, run, stopping
         self._free = threading.Semaphore(size)
-        self._wake = threading.Event()
         self._handoff: queue.SimpleQueue[Lease | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._made = 0
         self._threads = [self._thread() for _ in range(size)]  # the working ones (never an abandoned one)
         self._busy: dict[threading.Thread, tuple[Lease, float]] = {}  # thread → its task, since (monotonic)
         self._abandoned: set[threading.Thread] = set()
-        self._feeder = threading.Thread(target=self._feed, name=f"longdoc-{name}-feeder", daemon=True)
+        self._released = False
+        self._feeder = Loop(self._feed, POLL_S, f"longdoc-{name}-feeder", at_start=True)
 
     def _thread(self) -> threading.Thread:
         self._made += 1
         return threading.Thread(target=self._work, name=f"longdoc-{self.name}-{self._made - 1}", daemon=True)
 
     def start(self) -> None:
-        for thread in [*self._threads, self._feeder]:
+        for thread in self._threads:
             thread.start()
+        self._feeder.start()
+
+    def begin_stop(self) -> None:
+        """The feeder takes no more tasks (flags only)."""
+        self._feeder.begin_stop()
+
+    def alive(self) -> bool:
+        return self._feeder.is_alive()
 
     def busy(self) -> list[tuple[threading.Thread, Lease, float]]:
         """``(thread, its task's lease, since)`` of every working thread busy now."""
@@ -287,12 +312,13 @@ class _Pool:
         return True
 
     def wake(self) -> None:
-        self._wake.set()
+        self._feeder.wake()
 
     def join(self, deadline: float, held: Callable[[Lease], bool]) -> None:
         """Wait until ``deadline`` for the feeder and the working threads,
         except those busy on a task ``held`` says is no longer theirs."""
         self._feeder.join(max(0.0, deadline - time.monotonic()))
+        self._release_workers()
         with self._lock:
             threads = list(self._threads)
             busy = {t: lease for t, (lease, _) in self._busy.items()}
@@ -301,24 +327,35 @@ class _Pool:
                 continue
             thread.join(max(0.0, deadline - time.monotonic()))
 
-    def _feed(self) -> None:
-        while not self._stopping.is_set():
-            if not self._free.acquire(timeout=POLL_S):
-                continue
-            lease = None
-            while lease is None and not self._stopping.is_set():
-                self._wake.clear()
-                try:
-                    lease = self._pick(self.name)
-                except Exception as exc:  # the database blinked: look again shortly
-                    log.warning("could not take a task", extra={"queue": self.name, "error": type(exc).__name__})
-                if lease is None:
-                    self._wake.wait(POLL_S)
-            if lease is None:
-                self._free.release()
-                break
-            self._handoff.put(lease)
+    def _feed(self) -> float | None:
+        """Hand the next due task to a free thread: at once while there are
+        tasks and free threads; otherwise after :data:`POLL_S` or a wake."""
+        if self._stopping.is_set():
+            self._feeder.begin_stop()
+            return None
+        if not self._free.acquire(timeout=POLL_S):
+            return 0.0
+        if self._stopping.is_set():
+            self._free.release()
+            self._feeder.begin_stop()
+            return None
+        lease = None
+        try:
+            lease = self._pick(self.name)
+        except Exception as exc:  # the database blinked: look again shortly
+            log.warning("could not take a task", extra={"queue": self.name, "error": type(exc).__name__})
+        if lease is None:
+            self._free.release()
+            return None
+        self._handoff.put(lease)
+        return 0.0
+
+    def _release_workers(self) -> None:
+        """The feeder ended: each working thread exits once its task is done."""
         with self._lock:
+            if self._released:
+                return
+            self._released = True
             working = len(self._threads)
         for _ in range(working):
             self._handoff.put(None)

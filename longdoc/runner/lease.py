@@ -28,6 +28,8 @@ from types import TracebackType
 
 import psutil
 
+from longdoc.runtime.loop import Loop
+
 log = logging.getLogger("longdoc.jobs")
 
 _TOKEN = secrets.token_hex(4)
@@ -66,25 +68,26 @@ class Heartbeat:
         self._beat = beat
         self.interval_s = interval_s
         self.lost = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._loop = Loop(self._step, interval_s, name)
 
     def __enter__(self) -> Heartbeat:
-        self._thread.start()
+        self._loop.start()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+        self._loop.stop(timeout=5)
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                alive = self._beat()
-            except Exception as exc:  # the database blinked: the lease lasts a while longer
-                log.warning("heartbeat failed", extra={"error": type(exc).__name__})
-                continue
-            if not alive:
-                self.lost.set()
-                return
+    def is_alive(self) -> bool:
+        """Whether it still beats (False once stopped or the lease was lost)."""
+        return self._loop.is_alive()
+
+    def _step(self) -> None:
+        try:
+            alive = self._beat()
+        except Exception as exc:  # the database blinked: the lease lasts a while longer
+            log.warning("heartbeat failed", extra={"error": type(exc).__name__})
+            return
+        if not alive:
+            self.lost.set()
+            self._loop.begin_stop()

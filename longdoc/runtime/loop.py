@@ -55,6 +55,11 @@ class Loop:
     def stop(self, timeout: float = 5.0) -> None:
         """End the loop and wait up to ``timeout`` seconds for its thread."""
         self.begin_stop()
+        self.join(timeout)
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait up to ``timeout`` seconds for the loop to end (a step may end
+        it: :meth:`begin_stop`)."""
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
 

@@ -130,7 +130,7 @@ def test_heartbeat_calls_beat_periodically_while_inside_its_block():
     time.sleep(0.05)
     assert beat.calls == after  # stopped at exit
     assert not hb.lost.is_set()
-    assert not hb._thread.is_alive()
+    assert not hb.is_alive()
 
 
 def test_heartbeat_does_not_beat_before_its_first_interval():
@@ -146,7 +146,7 @@ def test_a_lost_lease_sets_lost_and_stops_beating():
         assert hb.lost.wait(5)
         time.sleep(0.05)
         assert beat.calls == 3
-        assert not hb._thread.is_alive()
+        assert not hb.is_alive()
 
 
 def test_a_beat_that_raises_is_tried_again():
@@ -154,7 +154,7 @@ def test_a_beat_that_raises_is_tried_again():
     with Heartbeat(beat, 0.01) as hb:
         wait_for(lambda: beat.calls >= 8)
         assert not hb.lost.is_set()
-        assert hb._thread.is_alive()
+        assert hb.is_alive()
 
 
 def test_a_lease_lost_after_errors_still_sets_lost():
