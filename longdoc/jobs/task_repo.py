@@ -25,12 +25,13 @@ redelivery, a reconciler's resend) starts the task once: the second start
 finds it running or done. A run holds a random ``lease`` token; its
 heartbeat, finish and release name it, and fail (False) once the
 reconciler took the task back, so a worker that lost its lease can never
-overwrite the run that replaced it.
+overwrite the run that replaced it. The leases are those of
+:class:`~longdoc.jobs.leased.LeasedQueue` (the webhook outbox's too), over
+the columns :data:`TASKS` names.
 """
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -38,11 +39,12 @@ from typing import Any
 from sqlalchemy import and_, case, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
-from longdoc.jobs.models import Job, JobTask
+from longdoc.jobs.leased import Claim, LeasedQueue, QueueTable
+from longdoc.jobs.models import Job, JobTask, utcnow
+from longdoc.jobs.repo import Clock, _Repo
 from longdoc.jobs.states import JobState
-from longdoc.jobs.repo import _Repo
 
 INGEST = "ingest"
 ASSEMBLE = "assemble"
@@ -50,6 +52,11 @@ ASSEMBLE = "assemble"
 WHOLE = "whole"
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
 QUEUES = ("cpu", "engine", "short")
+#: where ``job_tasks`` keeps its leased queue: a run's token in ``lease``,
+#: its heartbeat in ``heartbeat_at``
+TASKS = QueueTable(JobTask, key=("job_id", "name"), state="state", waiting=QUEUED, held=RUNNING,
+                   due_at="enqueued_at", holder="worker_id", stamp="heartbeat_at", token="lease",
+                   claimed_at="started_at")
 
 
 def first_task(lane: str) -> str:
@@ -128,6 +135,10 @@ class QueueFigures:
 
 
 class TaskRepo(_Repo):
+    def __init__(self, sessions: sessionmaker[Session], *, clock: Clock = utcnow) -> None:
+        super().__init__(sessions, clock=clock)
+        self._queue = LeasedQueue(sessions, TASKS, clock=clock)
+
     # -- queueing --------------------------------------------------------------
 
     def add(self, job_id: str, tasks: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -169,7 +180,7 @@ class TaskRepo(_Repo):
         if new_job_lanes:
             live = or_(live, and_(Job.state == JobState.QUEUED.value, Job.lane.in_(new_job_lanes)))
         query = (select(JobTask.job_id, JobTask.name, Job.state, Job.lane).join(Job, Job.id == JobTask.job_id)
-                 .where(JobTask.state == QUEUED, JobTask.queue == queue, JobTask.enqueued_at <= now, live)
+                 .where(*self._queue.due(now), JobTask.queue == queue, live)
                  .order_by(Job.priority.desc(), Job.queued_at, Job.id, JobTask.name).limit(1))
         with self._tx() as s:
             row = s.execute(query).first()
@@ -180,77 +191,53 @@ class TaskRepo(_Repo):
     def start(self, job_id: str, name: str, worker_id: str) -> Lease | None:
         """queued → running under a new lease; None when the task is not
         queued (running elsewhere, done, failed, or no such task)."""
-        token = secrets.token_hex(16)
-        now = self._now()
-        with self._tx() as s:
-            ok = _changed(s, update(JobTask).where(JobTask.job_id == job_id, JobTask.name == name,
-                                                   JobTask.state == QUEUED).values(
-                state=RUNNING, lease=token, worker_id=worker_id, attempts=JobTask.attempts + 1,
-                started_at=now, heartbeat_at=now))
-            if not ok:
-                return None
-            attempt = s.scalar(select(JobTask.attempts).where(JobTask.job_id == job_id, JobTask.name == name))
-        return Lease(job_id, name, token, int(attempt or 1))
+        claim = self._queue.claim((job_id, name), worker_id, values={"attempts": JobTask.attempts + 1},
+                                  returning=(JobTask.attempts,))
+        if claim is None:
+            return None
+        return Lease(job_id, name, claim.lease[0], int(claim.row[0]))
 
     def heartbeat(self, lease: Lease) -> bool:
         """Refresh the lease; False once it was taken back."""
-        return self._held(lease, heartbeat_at=self._now())
+        return self._queue.renew(_claim(lease)) is not None
 
     def holds(self, lease: Lease) -> bool:
         """Whether ``lease`` still holds its task (read only): False once the
         task was taken back, or failed because its job ended."""
-        with self._tx() as s:
-            return s.scalar(select(func.count()).select_from(JobTask).where(
-                JobTask.job_id == lease.job_id, JobTask.name == lease.name, JobTask.state == RUNNING,
-                JobTask.lease == lease.token)) == 1
+        return self._queue.holds(_claim(lease))
 
     def finish(self, lease: Lease, *, failed: bool = False, error: dict[str, Any] | None = None) -> bool:
         """running → done (or failed) if ``lease`` still holds the task."""
-        return self._held(lease, state=FAILED if failed else DONE, error=error, finished_at=self._now(),
-                          lease=None)
+        return self._queue.settle(_claim(lease), state=FAILED if failed else DONE, error=error,
+                                  finished_at=self._now())
 
     def release(self, lease: Lease, error: dict[str, Any] | None = None, due_in_s: float = 0.0) -> bool:
         """running → queued after a transient fault; the caller sends it
         again to be run in ``due_in_s`` (its backoff), and ``enqueued_at``
         is set to that moment, so the reconciler does not take the wait for
         a lost message."""
-        return self._held(lease, state=QUEUED, error=error, lease=None, worker_id=None,
-                          enqueued_at=self._now() + timedelta(seconds=due_in_s))
+        return self._queue.release(_claim(lease), due_in_s, error=error)
 
     def unstart(self, lease: Lease) -> bool:
         """running → queued as if :meth:`start` had not happened (its attempt
         uncounted): a process that took the task while it was stopping runs
         nothing, and the next process runs it as the attempt it was."""
-        return self._held(lease, state=QUEUED, lease=None, worker_id=None, attempts=JobTask.attempts - 1)
-
-    def _held(self, held: Lease, **values: Any) -> bool:
-        with self._tx() as s:
-            return _changed(s, update(JobTask).where(
-                JobTask.job_id == held.job_id, JobTask.name == held.name, JobTask.state == RUNNING,
-                JobTask.lease == held.token).values(**values))
+        return self._queue.release(_claim(lease), None, attempts=JobTask.attempts - 1)
 
     # -- the reconciler ---------------------------------------------------------------
 
     def stale(self, older_than: timedelta) -> list[JobTask]:
         """Running tasks whose heartbeat is older than ``older_than``."""
-        cutoff = self._now() - older_than
-        with self._tx() as s:
-            return list(s.scalars(select(JobTask).where(JobTask.state == RUNNING, JobTask.heartbeat_at < cutoff)
-                                  .order_by(JobTask.heartbeat_at)))
+        return self._queue.lapsed(older_than)
 
     def running(self) -> list[JobTask]:
         """Every running task (at start, the reconciler looks for those of
         dead processes of its own host)."""
-        with self._tx() as s:
-            return list(s.scalars(select(JobTask).where(JobTask.state == RUNNING).order_by(JobTask.job_id)))
+        return self._queue.held_rows()
 
     def take_back(self, task: JobTask) -> bool:
         """A stale running task → queued, if its lease is still the one seen."""
-        with self._tx() as s:
-            return _changed(s, update(JobTask).where(
-                JobTask.job_id == task.job_id, JobTask.name == task.name, JobTask.state == RUNNING,
-                JobTask.lease == task.lease).values(state=QUEUED, lease=None, worker_id=None,
-                                                    takeovers=JobTask.takeovers + 1, enqueued_at=self._now()))
+        return self._queue.take_back(task, takeovers=JobTask.takeovers + 1)
 
     def unstarted(self, older_than: timedelta) -> list[JobTask]:
         """Queued tasks sent more than ``older_than`` ago and not started."""
@@ -327,6 +314,11 @@ class TaskRepo(_Repo):
 
 
 # -- helpers ----------------------------------------------------------------------------
+
+
+def _claim(lease: Lease) -> Claim:
+    """The queue's name for ``lease``."""
+    return Claim((lease.job_id, lease.name), (lease.token,))
 
 
 def _changed(s: Session, statement: Any) -> bool:

@@ -13,7 +13,9 @@ Each pass of :meth:`Outbox.deliver_due` claims the due rows with one
 compare-and-set ``UPDATE`` (``claimed_by``/``claimed_until``; on PostgreSQL
 the candidates are picked ``FOR UPDATE SKIP LOCKED``, SQLite has one writer
 at a time), makes one attempt per claimed row and settles it, releasing the
-claim. Two processes running the outbox therefore never send one row at
+claim: the leases of :class:`~longdoc.jobs.leased.LeasedQueue` (the job
+tasks' too), over the columns :data:`OUTBOX` names, a claim ending by
+itself at ``claimed_until``. Two processes running the outbox therefore never send one row at
 once; a process that died holding a claim only delays its rows until
 ``claimed_until`` passes. A row is sent at least once, and more than once
 only when its outcome could not be written back (the database went away
@@ -24,6 +26,10 @@ attempt of one row.
 Attempts use :func:`longdoc.webhooks.delivery.attempt_delivery` (target checks,
 pinned addresses, no redirects, signatures); the signing secret is read from
 the job's API key at each attempt ("" when the job has none).
+
+The owner runs :meth:`Outbox.step` on a
+:class:`~longdoc.runtime.loop.Loop` and hands the outbox that loop's wake
+(:meth:`Outbox.wake_with`), so a queued delivery goes out at once.
 
 Time comes from the ``clock`` (UTC, aware), so tests can move it. Database
 failures raise :class:`~longdoc.errors.DatabaseUnavailable`.
@@ -37,17 +43,18 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from longdoc.errors import DatabaseUnavailable, JobNotFound
+from longdoc.jobs.leased import Claim, LeasedQueue, QueueTable
 from longdoc.jobs.models import ApiKey, Job, WebhookOutbox, new_id, utcnow
 from longdoc.jobs.repo import Clock, _Repo
+from longdoc.runtime.loop import Loop
 from longdoc.webhooks.delivery import (
     Outcome,
     attempt_delivery,
@@ -64,22 +71,24 @@ Record = Callable[[str, str, int, int | None, str | None, int], None]
 PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
 JOB_FINISHED = "job.finished"
 DEFAULT_BATCH = 20
-_STOP_POLL_S = 0.1
 _MAX_WORKER_ID = 128
+#: where ``webhook_outbox`` keeps its leased queue: a claim is named by
+#: ``claimed_by`` and ``claimed_until`` and ends by itself then
+OUTBOX = QueueTable(WebhookOutbox, key=("id",), state="state", waiting=PENDING, held=PENDING,
+                    due_at="next_attempt_at", holder="claimed_by", stamp="claimed_until")
 
 
 @dataclass(frozen=True)
 class _Claim:
-    """A row this outbox holds until ``until``."""
+    """A row this outbox holds under ``lease``."""
 
-    id: str
+    lease: Claim
     job_id: str
     event: str
     url: str
     payload: dict[str, Any]
     delivery_id: str
     attempts: int
-    until: datetime
 
 
 class Outbox(_Repo):
@@ -123,15 +132,15 @@ class Outbox(_Repo):
         self._allow_private = allow_private
         self._base_delay_s = base_delay_s
         self._max_delay_s = max_delay_s
-        self._claim = timedelta(seconds=claim_seconds)
         self._timeout_s = timeout_s
-        self._wake = threading.Event()
+        self._queue = LeasedQueue(sessions, OUTBOX, lease_s=claim_seconds, clock=clock)
+        self._wake: Callable[[], None] = _nothing
 
     # -- writing ----------------------------------------------------------------
 
     def enqueue(self, job_id: str, url: str, payload: dict[str, Any], event: str = JOB_FINISHED) -> bool:
         """Queue ``payload`` for ``url`` as ``event`` of ``job_id``, due now,
-        and :meth:`wake` a waiting :meth:`run`. False (nothing changed) when
+        and :meth:`wake` the loop. False (nothing changed) when
         that job's ``event`` is already queued, delivered or failed: each
         (job, event) is one delivery, whoever announces it. Raises
         JobNotFound when there is no such job."""
@@ -189,29 +198,12 @@ class Outbox(_Repo):
         return made
 
     def _claim_due(self, limit: int) -> list[_Claim]:
-        """Claim the due rows in one compare-and-set UPDATE … RETURNING."""
-        if limit < 1:
-            return []
-        now = self._now()
-        until = now + self._claim
-        due = _due(now)
-        candidates = (
-            select(WebhookOutbox.id).where(*due)
-            .order_by(WebhookOutbox.next_attempt_at, WebhookOutbox.id)
-            .limit(limit)
-            .with_for_update(skip_locked=True)  # PostgreSQL; SQLite renders nothing (one writer at a time)
-        )
-        claim = (
-            update(WebhookOutbox)
-            .where(WebhookOutbox.id.in_(candidates), *due)
-            .values(claimed_by=self.worker_id, claimed_until=until)
-            .returning(WebhookOutbox.id, WebhookOutbox.job_id, WebhookOutbox.event, WebhookOutbox.url,
-                       WebhookOutbox.payload, WebhookOutbox.delivery_id, WebhookOutbox.attempts)
-            .execution_options(synchronize_session=False)
-        )
-        with self._tx() as s:
-            rows = s.execute(claim).all()
-        return [_Claim(*row, until=until) for row in rows]
+        """Claim the due rows, the longest due first, in one compare-and-set
+        UPDATE … RETURNING."""
+        claims = self._queue.claim_due(self.worker_id, limit, returning=(
+            WebhookOutbox.job_id, WebhookOutbox.event, WebhookOutbox.url, WebhookOutbox.payload,
+            WebhookOutbox.delivery_id, WebhookOutbox.attempts))
+        return [_Claim(claim, *claim.row) for claim in claims]
 
     def _deliver_one(self, client: httpx.Client, claim: _Claim) -> bool:
         """Renew the claim, attempt, record, settle. False when the claim was
@@ -233,23 +225,16 @@ class Outbox(_Repo):
     def _renew(self, claim: _Claim) -> tuple[_Claim, str] | None:
         """Extend a still-held claim from now and read the signing secret;
         None when the claim is no longer this outbox's."""
-        now = self._now()
-        until = now + self._claim
+        lease = self._queue.renew(claim.lease)
+        if lease is None:
+            return None
         with self._tx() as s:
-            renewed = s.execute(
-                update(WebhookOutbox)
-                .where(*_held(claim, self.worker_id), WebhookOutbox.claimed_until > now)
-                .values(claimed_until=until)
-                .execution_options(synchronize_session=False)
-            ).rowcount == 1
-            if not renewed:
-                return None
             secret = s.scalar(
                 select(ApiKey.webhook_secret).select_from(Job)
                 .join(ApiKey, ApiKey.id == Job.api_key_id)
                 .where(Job.id == claim.job_id)
             )
-        return replace(claim, until=until), secret or ""
+        return replace(claim, lease=lease), secret or ""
 
     def _attempt(self, client: httpx.Client, claim: _Claim, secret: str) -> Outcome:
         """One attempt; a bug in it counts as a retryable failure (it is
@@ -268,37 +253,29 @@ class Outbox(_Repo):
             log.exception("recording webhook attempt failed", extra={"job_id": claim.job_id, "attempt": attempt})
 
     def _settle(self, claim: _Claim, attempt: int, outcome: Outcome) -> None:
-        """Write the attempt's consequence and release the claim (if it is
-        still this outbox's: one that outlived its claim only logs)."""
-        now = self._now()
-        values: dict[str, Any] = dict(attempts=attempt, claimed_by=None, claimed_until=None)
+        """Write the attempt's consequence and end the claim (if it is still
+        this outbox's: one that outlived its claim only logs): delivered,
+        failed, or back in the queue after the backoff."""
         if outcome.ok:
-            values.update(state=DELIVERED, delivered_at=now)
+            state = DELIVERED
+            settled = self._queue.settle(claim.lease, state=state, attempts=attempt, delivered_at=self._now())
+        elif outcome.retry and attempt < self._max_attempts:
+            state = PENDING
+            delay = retry_delay(attempt, base_delay_s=self._base_delay_s, max_delay_s=self._max_delay_s,
+                                retry_after_s=outcome.retry_after_s)
+            settled = self._queue.release(claim.lease, delay, attempts=attempt, last_error=_error_text(outcome))
         else:
-            values["last_error"] = _error_text(outcome)
-            if outcome.retry and attempt < self._max_attempts:
-                delay = retry_delay(attempt, base_delay_s=self._base_delay_s, max_delay_s=self._max_delay_s,
-                                    retry_after_s=outcome.retry_after_s)
-                values["next_attempt_at"] = now + timedelta(seconds=delay)
-            else:
-                values["state"] = FAILED
-        with self._tx() as s:
-            settled = s.execute(
-                update(WebhookOutbox).where(*_held(claim, self.worker_id)).values(**values)
-                .execution_options(synchronize_session=False)
-            ).rowcount == 1
-        _log_settled(claim, attempt, outcome, values.get("state", PENDING), settled)
+            state = FAILED
+            settled = self._queue.settle(claim.lease, state=state, attempts=attempt, last_error=_error_text(outcome))
+        _log_settled(claim, attempt, outcome, state, settled)
 
     def _release(self, claims: list[_Claim]) -> None:
         """Give back claims that were not attempted (best effort)."""
         if not claims:
             return
         try:
-            with self._tx() as s:
-                for claim in claims:
-                    s.execute(update(WebhookOutbox).where(*_held(claim, self.worker_id))
-                              .values(claimed_by=None, claimed_until=None)
-                              .execution_options(synchronize_session=False))
+            for claim in claims:
+                self._queue.release(claim.lease, None)  # due as it was
         except DatabaseUnavailable:
             log.warning("webhook outbox claims not released; they expire on their own",
                         extra={"rows": len(claims)})
@@ -321,53 +298,40 @@ class Outbox(_Repo):
 
     # -- the loop -----------------------------------------------------------------
 
+    def step(self) -> float | None:
+        """One pass of :meth:`deliver_due`, as a
+        :class:`~longdoc.runtime.loop.Loop` runs it: returns 0.0 (the next
+        pass at once) after a full batch, None (the loop's interval, or a
+        :meth:`wake`) otherwise. Raises what the pass raises (the loop logs
+        it and goes on)."""
+        return 0.0 if self.deliver_due() >= DEFAULT_BATCH else None
+
+    def wake_with(self, wake: Callable[[], None]) -> None:
+        """Make :meth:`wake` call ``wake``: the wake of the loop running
+        :meth:`step`."""
+        self._wake = wake
+
     def wake(self) -> None:
-        """Make a :meth:`run` that is waiting start its next pass now."""
-        self._wake.set()
+        """Make the loop running :meth:`step` start its next pass now (nothing
+        before :meth:`wake_with`: an outbox that only queues)."""
+        self._wake()
 
     def run(self, stop: threading.Event, interval_s: float = 1.0) -> None:
-        """Call :meth:`deliver_due` until ``stop`` is set: again at once after
-        a full batch, else after ``interval_s`` or a :meth:`wake`. An
-        exception is logged and never ends the loop. Returns within about
-        0.1 s of ``stop`` being set (after the pass in progress)."""
-        while not stop.is_set():
-            self._wake.clear()
-            try:
-                made = self.deliver_due()
-            except Exception:
-                log.exception("webhook outbox pass failed", extra={"worker_id": self.worker_id})
-                made = 0
-            if made < DEFAULT_BATCH:
-                self._idle(stop, interval_s)
-
-    def _idle(self, stop: threading.Event, interval_s: float) -> None:
-        deadline = time.monotonic() + interval_s
-        while not stop.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or self._wake.wait(min(remaining, _STOP_POLL_S)):
-                return
+        """Transitional, for owners that do not yet run :meth:`step` on a
+        loop of their own: :meth:`step` on a :class:`Loop` (first pass at
+        once, woken by :meth:`wake`) until ``stop`` is set."""
+        loop = Loop(self.step, interval_s, "longdoc-outbox", at_start=True)
+        self.wake_with(loop.wake)
+        loop.start()
+        stop.wait()
+        loop.stop()
 
 
 # --- helpers ----------------------------------------------------------------------
 
 
-def _due(now: datetime) -> list[Any]:
-    """Conditions of a row that may be claimed at ``now``."""
-    return [
-        WebhookOutbox.state == PENDING,
-        WebhookOutbox.next_attempt_at <= now,
-        or_(WebhookOutbox.claimed_until.is_(None), WebhookOutbox.claimed_until <= now),
-    ]
-
-
-def _held(claim: _Claim, worker_id: str) -> list[Any]:
-    """Conditions of a row still under exactly this claim."""
-    return [
-        WebhookOutbox.id == claim.id,
-        WebhookOutbox.state == PENDING,
-        WebhookOutbox.claimed_by == worker_id,
-        WebhookOutbox.claimed_until == claim.until,
-    ]
+def _nothing() -> None:
+    pass
 
 
 def _error_text(outcome: Outcome) -> str:

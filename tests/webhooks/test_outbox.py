@@ -25,8 +25,9 @@ from longdoc.errors import JobNotFound
 from longdoc.jobs import db
 from longdoc.jobs.models import WebhookOutbox
 from longdoc.jobs.repo import JobRepo, KeyRepo
+from longdoc.runtime.loop import Loop
 from longdoc.webhooks.delivery import check_target, verify
-from longdoc.webhooks.outbox import Outbox
+from longdoc.webhooks.outbox import DEFAULT_BATCH, Outbox
 from tests.webhooks.receiver import Receiver
 
 PAYLOAD = {"event": "job.finished", "job": {"id": "job-1", "state": "succeeded", "title": "Zürich"}}
@@ -481,13 +482,18 @@ def test_two_outboxes_send_each_row_exactly_once(world, receivers):
 # --- the loop ----------------------------------------------------------------------
 
 
+def outbox_loop(outbox: Outbox, interval_s: float) -> Loop:
+    """The loop an owner runs the outbox on, woken by the outbox."""
+    loop = Loop(outbox.step, interval_s, "longdoc-outbox", at_start=True)
+    outbox.wake_with(loop.wake)
+    return loop.start()
+
+
 def test_run_delivers_on_wake_and_stops(world, receivers):
     receiver = receivers()
     job, _ = world.job()
     outbox = world.outbox()
-    stop = threading.Event()
-    thread = threading.Thread(target=outbox.run, args=(stop,), kwargs={"interval_s": 60})
-    thread.start()
+    loop = outbox_loop(outbox, 60)
     try:
         time.sleep(0.2)  # the loop is waiting out its interval now
         outbox.enqueue(job.id, receiver.url(), PAYLOAD)  # wakes it
@@ -496,9 +502,19 @@ def test_run_delivers_on_wake_and_stops(world, receivers):
             time.sleep(0.02)
         assert len(receiver.requests) == 1
     finally:
-        stop.set()
-        thread.join(5)
-    assert not thread.is_alive()
+        loop.stop()
+    assert not loop.is_alive()
+
+
+def test_a_full_batch_asks_for_the_next_pass_at_once(world, receivers):
+    receiver = receivers()
+    outbox = world.outbox()
+    for _ in range(DEFAULT_BATCH + 1):
+        outbox.enqueue(world.job()[0].id, receiver.url(), PAYLOAD)
+    assert outbox.step() == 0.0  # a full batch: more may be waiting
+    assert len(receiver.requests) == DEFAULT_BATCH
+    assert outbox.step() is None  # the rest: the loop's interval next
+    assert len(receiver.requests) == DEFAULT_BATCH + 1 and outbox.pending_count() == 0
 
 
 def test_run_survives_a_failing_pass(world, receivers, monkeypatch):
@@ -516,16 +532,13 @@ def test_run_survives_a_failing_pass(world, receivers, monkeypatch):
 
     monkeypatch.setattr(outbox, "deliver_due", flaky)
     outbox.enqueue(job.id, receiver.url(), PAYLOAD)
-    stop = threading.Event()
-    thread = threading.Thread(target=outbox.run, args=(stop,), kwargs={"interval_s": 0.05})
-    thread.start()
+    loop = outbox_loop(outbox, 0.05)
     try:
         deadline = time.monotonic() + 10
         while not receiver.requests and time.monotonic() < deadline:
             time.sleep(0.02)
     finally:
-        stop.set()
-        thread.join(5)
+        loop.stop()
     assert len(calls) >= 2 and len(receiver.requests) == 1
 
 
