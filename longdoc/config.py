@@ -454,6 +454,11 @@ class QueueSettings(_Section):
     task_retries: int = Field(default=8, ge=0, description="times a task is retried after a transient "
                               "fault (database, store or broker unreachable), with exponential backoff from 2 s "
                               "(8 retries ride out ~8 minutes of outage)")
+    max_running_jobs: int | None = Field(default=None, ge=1, description="celery: jobs running at once on the "
+                                         "whole fleet, at most max_running_jobs - 1 of them long (a short document "
+                                         "always has room): a job's first task that finds no room goes back to the "
+                                         "queue for a few seconds; null = as many as the workers take (the embedded "
+                                         "server counts against service.max_concurrency)")
     render_ahead_groups: int = Field(default=4, ge=1, description="page groups of one document rendered "
                                      "(by cpu tasks, into the store) ahead of the engine tasks; bounds the "
                                      "rendered images a document keeps in the store at once")

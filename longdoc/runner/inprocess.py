@@ -15,7 +15,8 @@ can be lost: :meth:`InProcessTransport.send` only wakes the feeder of the
 task's queue (after its countdown), and every feeder also looks every
 :data:`POLL_S` seconds (a task due after a backoff, room freed elsewhere).
 
-A queued job's first task starts only while fewer than
+A queued job's first task starts only while the job-start admission
+(:mod:`longdoc.runner.admission`) has room: fewer than
 ``service.max_concurrency`` jobs run (counted in the database), of which
 at most ``max_concurrency - 1`` long ones (when it is above 1): a short
 document always has room, and a pool of its own, so it is never stuck
@@ -58,6 +59,7 @@ from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import JobState
 from longdoc.runner.steps import TaskSteps
 from longdoc.jobs.task_repo import QUEUES, Lease, TaskRepo
+from longdoc.runner.admission import lanes_with_room
 from longdoc.runtime.loop import Loop
 
 log = logging.getLogger("longdoc.dispatch")
@@ -196,12 +198,7 @@ class InProcessTransport:
         """The lanes a new job may start in now."""
         running = self.jobs.running_lanes()
         running.update(self._starting)  # started here, maybe not yet running in the database
-        if len(running) >= self.max_jobs:
-            return ()
-        long_running = sum(1 for lane in running.values() if lane == "long")
-        if self.max_jobs > 1 and long_running >= self.max_jobs - 1:
-            return ("short",)
-        return ("short", "long")
+        return lanes_with_room(running, self.max_jobs)
 
     def _run(self, lease: Lease) -> None:
         assert self._steps is not None
