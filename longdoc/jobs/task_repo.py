@@ -33,6 +33,7 @@ the columns :data:`TASKS` names.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from datetime import timedelta
 from typing import Any
 
@@ -46,17 +47,51 @@ from longdoc.jobs.models import Job, JobTask, utcnow
 from longdoc.jobs.repo import Clock, _Repo
 from longdoc.jobs.states import JobState
 
-INGEST = "ingest"
-ASSEMBLE = "assemble"
-#: a short document's one task: the whole pipeline on one worker
-WHOLE = "whole"
+class TaskKind(StrEnum):
+    """What a task does. A task's name is its kind, with the page group's
+    index for the per-group kinds (``render:000003``, ``group:000003``)."""
+
+    WHOLE = "whole"          # a short document's one task: the whole pipeline on one worker
+    INGEST = "ingest"        # open the document, plan its page groups, queue them
+    RENDER = "render"        # per group: what its engine task needs, into the store (cpu)
+    GROUP = "group"          # per group: recognize, lay out, checkpoint (engine)
+    ASSEMBLE = "assemble"    # stitch the checkpointed pages, write the exports, end the job
+
+    def named(self, index: int | None = None) -> str:
+        """This kind's task name (``index``: the group, for the per-group kinds)."""
+        if self in (TaskKind.RENDER, TaskKind.GROUP):
+            if index is None:
+                raise ValueError(f"a {self.value} task names its page group")
+            return f"{self.value}:{index:06d}"
+        return self.value
+
+
+class QueueName(StrEnum):
+    """The queues tasks wait in (Celery queues on the fleet, pools in the embedded server)."""
+
+    CPU = "cpu"          # ingest, renders, assembly
+    ENGINE = "engine"    # page groups
+    SHORT = "short"      # a short document's whole task
+
+
+#: the names of the tasks that have no group (plain strings, as stored)
+INGEST, ASSEMBLE, WHOLE = TaskKind.INGEST.value, TaskKind.ASSEMBLE.value, TaskKind.WHOLE.value
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
-QUEUES = ("cpu", "engine", "short")
+QUEUES: tuple[str, ...] = tuple(q.value for q in QueueName)
 #: where ``job_tasks`` keeps its leased queue: a run's token in ``lease``,
 #: its heartbeat in ``heartbeat_at``
 TASKS = QueueTable(JobTask, key=("job_id", "name"), state="state", waiting=QUEUED, held=RUNNING,
                    due_at="enqueued_at", holder="worker_id", stamp="heartbeat_at", token="lease",
                    claimed_at="started_at")
+
+
+def task_kind(name: str) -> TaskKind:
+    """The kind of the task called ``name``; ValueError for a name no task has."""
+    prefix, _, rest = name.partition(":")
+    kind = TaskKind(prefix)
+    if (kind in (TaskKind.RENDER, TaskKind.GROUP)) != bool(rest.isdigit()):
+        raise ValueError(f"{name!r} is not a task name")
+    return kind
 
 
 def first_task(lane: str) -> str:
@@ -71,8 +106,8 @@ def queue_for(lane: str, name: str) -> str:
     from lane to queue): the short lane's one task to ``short``, page groups
     to ``engine``, everything else (ingest, renders, assembly) to ``cpu``."""
     if lane == "short":
-        return "short"
-    return "engine" if group_index(name) is not None else "cpu"
+        return QueueName.SHORT.value
+    return (QueueName.ENGINE if group_index(name) is not None else QueueName.CPU).value
 
 
 def first_tasks(lane: str) -> list[tuple[str, str]]:
@@ -83,24 +118,24 @@ def first_tasks(lane: str) -> list[tuple[str, str]]:
 
 def group_task(index: int) -> str:
     """The task name of page group ``index`` (0-based) on an engine worker."""
-    return f"group:{index:06d}"
+    return TaskKind.GROUP.named(index)
 
 
 def render_task(index: int) -> str:
     """The task name of page group ``index``'s render stage on a cpu worker."""
-    return f"render:{index:06d}"
+    return TaskKind.RENDER.named(index)
 
 
 def group_index(name: str) -> int | None:
     """The group index a group task's name names, None for any other task."""
     prefix, _, rest = name.partition(":")
-    return int(rest) if prefix == "group" and rest.isdigit() else None
+    return int(rest) if prefix == TaskKind.GROUP and rest.isdigit() else None
 
 
 def render_index(name: str) -> int | None:
     """The group index a render task's name names, None for any other task."""
     prefix, _, rest = name.partition(":")
-    return int(rest) if prefix == "render" and rest.isdigit() else None
+    return int(rest) if prefix == TaskKind.RENDER and rest.isdigit() else None
 
 
 @dataclass(frozen=True)

@@ -463,3 +463,18 @@ def test_deleting_a_job_deletes_its_tasks(jobs, tasks):
     tasks.add(job, [("ingest", "cpu"), (group_task(0), "engine")])
     assert jobs.delete(job)
     assert tasks.of_job(job) == [] and tasks.open_count(job) == 0
+
+
+def test_task_names_are_made_and_read_by_kind():
+    from longdoc.jobs.task_repo import TaskKind, task_kind
+
+    assert TaskKind.GROUP.named(3) == group_task(3) == "group:000003"
+    assert TaskKind.WHOLE.named() == "whole"
+    for name, kind in (("ingest", TaskKind.INGEST), ("render:000012", TaskKind.RENDER),
+                       (group_task(7), TaskKind.GROUP), ("assemble", TaskKind.ASSEMBLE)):
+        assert task_kind(name) is kind
+    for bad in ("group", "render:x", "ingest:000001", "merge", ""):
+        with pytest.raises(ValueError):
+            task_kind(bad)
+    with pytest.raises(ValueError):
+        TaskKind.RENDER.named()
