@@ -277,11 +277,6 @@ class RapidOcrSettings(_Section):
                                      "shrinks); 0 = never")
 
 
-#: keys that were ``inference.<key>`` and are ``inference.rapidocr.<key>``
-#: since 0.2 (the old place is read, with a warning, for one release)
-LEGACY_RAPIDOCR_KEYS = ("recognizer", "recheck_below", "int8", "recycle_after_pages")
-
-
 Profile = Literal["fast", "balanced", "accurate"]
 
 #: What each ``inference.profile`` sets, as dotted keys under ``inference``.
@@ -342,25 +337,6 @@ class InferenceSettings(_Section):
                                        "settings")
     openai: OpenAISettings = OpenAISettings()
     native: NativeSettings = NativeSettings()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _legacy_rapidocr_keys(cls, data: Any) -> Any:
-        """``inference.recognizer`` (and the other :data:`LEGACY_RAPIDOCR_KEYS`)
-        read into ``inference.rapidocr``, with a warning; the new place wins."""
-        if not isinstance(data, dict) or not any(k in data for k in LEGACY_RAPIDOCR_KEYS):
-            return data
-        data = dict(data)
-        section = data.get("rapidocr") or {}
-        section = dict(section) if isinstance(section, dict) else section.model_dump(exclude_unset=True)
-        for key in LEGACY_RAPIDOCR_KEYS:
-            if key in data:
-                value = data.pop(key)
-                section.setdefault(key, value)
-                log.warning("inference.%s is now inference.rapidocr.%s; the old key is read until the next release",
-                            key, key, extra={"key": f"inference.{key}"})
-        data["rapidocr"] = section
-        return data
 
     @model_validator(mode="after")
     def _apply_profile(self) -> InferenceSettings:

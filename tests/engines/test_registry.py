@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from pydantic import ValidationError
+
 from longdoc.config import InferenceSettings
 from longdoc.engines import Engine, available_engines, get_engine, register_engine, registry
 from longdoc.engines.paged import PagedEngine
@@ -33,14 +35,12 @@ def test_rapidocr_is_built_from_settings_without_starting_workers():
     assert engine.worker_pids() == []
 
 
-def test_the_rapidocr_keys_at_their_old_place_are_still_read_with_a_warning(caplog):
-    with caplog.at_level("WARNING", logger="longdoc.config"):
-        settings = InferenceSettings(recognizer="tiny", recycle_after_pages=7, rapidocr={"recheck_below": 0.5})
-    assert settings.rapidocr.recognizer == "tiny" and settings.rapidocr.recycle_after_pages == 7
-    assert settings.rapidocr.recheck_below == 0.5
-    assert any("inference.rapidocr.recognizer" in r.getMessage() for r in caplog.records)
-    both = InferenceSettings(recognizer="tiny", rapidocr={"recognizer": "small"})
-    assert both.rapidocr.recognizer == "small"  # the new place wins
+def test_the_rapidocr_keys_outside_their_section_are_refused():
+    """0.1.0 had no release: ``inference.recognizer`` never was a key, and a
+    configuration that uses it is refused rather than silently read."""
+    with pytest.raises(ValidationError, match="recognizer"):
+        InferenceSettings(recognizer="tiny")
+    assert InferenceSettings(rapidocr={"recognizer": "tiny"}).rapidocr.recognizer == "tiny"
 
 
 def test_an_engine_built_without_settings_reads_as_the_default_settings_do():
