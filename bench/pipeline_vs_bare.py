@@ -78,7 +78,7 @@ def main() -> None:
         args.workers, mp_context=ctx, initializer=rapidocr_worker.init_worker,
         initargs=(rapidocr_worker.DEFAULT_PARAMS,),
     ) as pool:
-        pipeline.engine("rapidocr")  # warm up (starts and warms its workers)
+        pipeline.host.engine("rapidocr")  # warm up (starts and warms its workers)
         for f in [pool.submit(rapidocr_worker.ocr_page, rapidocr_worker.warm_up_image()) for _ in range(args.workers)]:
             f.result()
         for r in range(args.rounds):

@@ -402,7 +402,7 @@ def main() -> None:
     t0 = time.perf_counter()
     with Pipeline(settings) as pipeline, tempfile.TemporaryDirectory() as tmp:
         runner = Runner(pipeline, Path(tmp))
-        detector = pipeline.region_detector()
+        detector = pipeline.host.region_detector()
         print(f"region models available: {detector.available()}"
               + (f" ({detector.problem})" if detector.problem else "")
               + f"; max {args.max_pages} pages per file")

@@ -92,7 +92,7 @@ def concurrent_part(scans: list[Path], pages: int, work: Path, profile: str) -> 
     options = ParseOptions.from_settings(settings, formats=("json", "txt"))
     texts: dict[str, dict[str, str]] = {"one by one": {}, "at once": {}}
     with Pipeline(settings) as pipeline:
-        pipeline.engine(settings.inference.engine)  # loaded before either clock starts, as in a running service
+        pipeline.host.engine(settings.inference.engine)  # loaded before either clock starts, as in a running service
 
         def parse(scan: Path, out: Path, into: dict[str, str]) -> None:
             pipeline.parse(scan, out, options, owner=scan.stem)

@@ -88,7 +88,7 @@ def parse(
         raise InvalidOption(f"--profile must be fast, balanced or accurate, not {profile!r}.")
     if furniture is not None and furniture not in get_args(FurnitureMode):
         raise InvalidOption(f"--furniture must be keep or drop, not {furniture!r}.")
-    from longdoc.pipeline import ParseOptions, Pipeline  # here: the service and key commands start without it
+    from longdoc.pipeline import EngineHost, ParseOptions, Pipeline  # here: service commands start without it
 
     settings = load_settings(config, overrides={"inference": {
         "ocr": ocr, "dpi": dpi, "engine": engine, "page_chunk_size": chunk_size,
@@ -96,7 +96,8 @@ def parse(
     }, "export": {"furniture": furniture}})
     options = ParseOptions.from_settings(settings, pages=pages, formats=_formats(format))
     worst = 0
-    with Pipeline(settings) as pipeline:
+    with EngineHost(settings) as host:
+        pipeline = Pipeline(settings, host=host)
         for path in files:
             try:
                 with make_progress(quiet) as progress:

@@ -236,6 +236,8 @@ def _families(registry: Any) -> list[tuple[str, str, tuple[str, ...], str]]:
             labels = tuple(collector._labelnames)
         elif hasattr(collector, "label"):  # longdoc.runner.metrics._Mirror
             labels = (collector.label,) if collector.label else ()
+        elif hasattr(collector, "labelnames"):  # longdoc.service.engine_metrics.EngineFigures
+            labels = tuple(collector.labelnames)
         else:
             labels = ()
         for family in collector.collect():

@@ -151,6 +151,17 @@ class EngineSession(Protocol):
 
 @runtime_checkable
 class Engine(Protocol):
+    """The members every engine has. Two more are optional, read through
+    :func:`engine_figures` and :func:`engine_ready_details` (an engine
+    written before them exports nothing and keeps working):
+
+    - ``figures() -> Mapping[str, float]``: live gauges, by figure name
+      with its unit (``kv_reserved_bytes``, ``requests_in_flight``); cheap,
+      read at every scrape of ``/metrics``;
+    - ``ready_details() -> Mapping[str, object]``: what ``/readyz`` shows
+      of the engine once loaded (how many sequences its KV budget admits).
+    """
+
     name: str
     version: str
     capabilities: EngineCapabilities
@@ -173,6 +184,23 @@ class Engine(Protocol):
 
     def close(self) -> None:
         """Release models, workers and connections. Idempotent."""
+
+
+def engine_figures(engine: Engine) -> Mapping[str, float]:
+    """The engine's live gauges (its ``figures()``), none for an engine
+    that exports none."""
+    figures = getattr(engine, "figures", None)
+    return dict(figures()) if figures is not None else {}
+
+
+def engine_ready_details(engine: Engine) -> dict[str, bool | int | str]:
+    """What ``/readyz`` shows of the engine (its ``ready_details()``, a
+    value other than a bool, an int or a string as text), nothing for an
+    engine that says nothing more."""
+    details = getattr(engine, "ready_details", None)
+    if details is None:
+        return {}
+    return {key: value if isinstance(value, bool | int | str) else str(value) for key, value in details().items()}
 
 
 @dataclass

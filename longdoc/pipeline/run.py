@@ -25,10 +25,8 @@ import pypdfium2
 
 from longdoc import __version__
 from longdoc.assemble import stitch
-from longdoc.config import InferenceSettings, Settings
-from longdoc.engines import get_engine, load_plugins
-from longdoc.engines.base import Engine, EngineCapabilities
-from longdoc.regions.detector import RegionDetector
+from longdoc.config import Settings
+from longdoc.engines.base import Engine
 from longdoc.export import ExportContext, open_exports
 from longdoc.ingest import parse_page_range
 from longdoc.ingest.sandbox import check_helper_sockets, open_sandboxed
@@ -37,11 +35,12 @@ from longdoc.errors import OutputError, StorageError
 from longdoc.model import DocumentStatus, ErrorInfo, PageStatus, SourceInfo
 from longdoc.pipeline.checkpoint import Checkpoint
 from longdoc.pipeline.document import DocumentRun
+from longdoc.pipeline.host import EngineHost
 from longdoc.pipeline.labels import with_label
 from longdoc.pipeline.options import ParseOptions
 from longdoc.pipeline.recognize import TEXT_LAYER_ENGINE, EngineLane
 from longdoc.pipeline.review import with_review
-from longdoc.plan import Admission, FairTurns, Group, Workspace, plan_groups
+from longdoc.plan import Group, plan_groups
 from longdoc.progress import NullProgress, Progress
 from longdoc.storage.checkpoint import folder_checkpoint
 
@@ -79,9 +78,13 @@ class ParseResult:
 
 
 class Pipeline:
-    """Parses documents with one set of settings; holds the engines (built
-    on first need, loaded before their first page) across documents. Use as
-    a context manager or call :meth:`close`.
+    """Parses documents with one set of settings, the stages in order; the
+    engines, their admissions and turns, and the region detector are
+    ``host``'s (:class:`~longdoc.pipeline.host.EngineHost`, shared across
+    documents). Without a ``host`` it makes its own (from
+    ``engine_factory``, default the registry) and closes it in
+    :meth:`close`; a host handed in is its owner's to close. Use as a
+    context manager or call :meth:`close`.
 
     Thread-safe for concurrent :meth:`parse` calls. Per engine, all
     documents share one workspace (admission by ``kv_cache_watermark``) and
@@ -94,102 +97,19 @@ class Pipeline:
     ``limits.worker_memory_mb`` and ``limits.worker_timeout_seconds`` per
     step, outside this process."""
 
-    def __init__(self, settings: Settings, engine_factory: Callable[[str], Engine] | None = None):
+    def __init__(self, settings: Settings, host: EngineHost | None = None, *,
+                 engine_factory: Callable[[str], Engine] | None = None):
+        if host is not None and engine_factory is not None:
+            raise ValueError("pass an engine_factory to the EngineHost, not beside it")
         check_helper_sockets()
         self.settings = settings
-        load_plugins(settings.inference.plugins)
-        self._engine_factory = engine_factory or (lambda name: get_engine(name, settings.inference))
-        self._engines: dict[str, Engine] = {}
-        self._admissions: dict[str, Admission] = {}
-        self._turns: dict[str, FairTurns] = {}
-        self._regions: RegionDetector | None = None
-        self._lock = threading.Lock()
-        #: one per engine: its load runs once, and every other caller waits for it
-        self._loading: dict[str, threading.Lock] = {}
-
-    def engine_key(self, options: ParseOptions) -> str:
-        """Under which name the pipeline holds the engine ``options`` select:
-        the engine's own name, or ``<name>@<profile>`` when the job's
-        profile (:data:`~longdoc.config.PROFILES`) configures the engine
-        otherwise than the settings' own (one more pool of workers, built
-        on the first job that asks for it)."""
-        inference = self.settings.inference
-        if options.profile == inference.profile or _engine_part(inference.with_profile(options.profile)) == \
-                _engine_part(inference):
-            return options.engine
-        return f"{options.engine}@{options.profile}"
-
-    def _build(self, key: str) -> Engine:
-        name, _, profile = key.partition("@")
-        if not profile:
-            return self._engine_factory(name)
-        return get_engine(name, self.settings.inference.with_profile(profile))
-
-    def _engine_object(self, name: str) -> Engine:
-        """The engine called ``name`` (an :meth:`engine_key`), built (cheap)
-        but not loaded, with its admission and turns."""
-        with self._lock:
-            if name not in self._engines:
-                engine = self._build(name)
-                workspace = Workspace(budget=engine.workspace_budget, watermark=self.settings.inference.kv_cache_watermark,
-                                      unit=engine.capabilities.cost_unit)
-                self._admissions[name] = Admission(workspace)
-                self._turns[name] = FairTurns(slots=engine.capabilities.groups_in_flight)
-                self._loading[name] = threading.Lock()
-                self._engines[name] = engine
-            return self._engines[name]
-
-    def engine(self, name: str) -> Engine:
-        """The engine called ``name``, loaded (workers started, warmed up).
-        Callers that come while it loads (a restarted server's taken-back
-        tasks while warm-up loads it) wait for that one load and share it."""
-        engine = self._engine_object(name)
-        with self._loading[name]:
-            engine.load()  # idempotent
-        return engine
-
-    def engine_capabilities(self, name: str) -> EngineCapabilities:
-        """What the engine ``name`` declares (built if needed, not loaded)."""
-        return self._engine_object(name).capabilities
-
-    def engine_health(self, name: str) -> bool:
-        """Whether the engine ``name`` can take work now (built if needed, not loaded)."""
-        return self._engine_object(name).health()
-
-    def admission(self, name: str) -> Admission:
-        """The admission (workspace and counters) of the engine ``name``."""
-        self._engine_object(name)
-        return self._admissions[name]
-
-    def engines(self) -> dict[str, Engine]:
-        """Every engine built so far, by name."""
-        with self._lock:
-            return dict(self._engines)
-
-    def admissions(self) -> dict[str, Admission]:
-        """The admission of every engine built so far, by name."""
-        with self._lock:
-            return dict(self._admissions)
-
-    def loaded_engines(self) -> list[str]:
-        """Names of the engines built so far (an engine is built on first use
-        and loaded before its first page)."""
-        return list(self._engines)
-
-    def region_detector(self) -> RegionDetector:
-        """The layout and table models' worker pool (built on first use)."""
-        with self._lock:
-            if self._regions is None:
-                inf = self.settings.inference
-                self._regions = RegionDetector(inf.effective_workers(), inf.table_model_path, backend=inf.backend)
-            return self._regions
+        self._owns_host = host is None
+        self.host = host or EngineHost(settings, engine_factory)
 
     def close(self) -> None:
-        for engine in self._engines.values():
-            engine.close()
-        self._engines.clear()
-        if self._regions is not None:
-            self._regions.close()
+        """Close the engine host if this pipeline made it."""
+        if self._owns_host:
+            self.host.close()
 
     def __enter__(self) -> Pipeline:
         return self
@@ -277,7 +197,8 @@ class Pipeline:
         result = self._assemble_and_export(doc.source, doc.numbers, options, checkpoint, Path(out_dir), stem,
                                            context)
         if options.ocr != "off":
-            result.workspace_peak = self.admission(self.engine_key(options)).workspace.peak  # shared by concurrent parses
+            key = self.host.key(options.engine, options.profile)
+            result.workspace_peak = self.host.admission(key).workspace.peak  # shared by concurrent parses
         return result
 
     def _document_run(
@@ -293,15 +214,15 @@ class Pipeline:
         lane = None
         lookahead = 1
         if options.ocr != "off":
-            name = self.engine_key(options)
-            capabilities = self._engine_object(name).capabilities
+            key = self.host.key(options.engine, options.profile)
+            capabilities = self.host.capabilities(key)
             lookahead = 1 if capabilities.sequential_groups else capabilities.groups_in_flight
 
             def lane() -> EngineLane:
-                return EngineLane(self.engine(name), self._admissions[name], self._turns[name], owner,
+                return EngineLane(self.host.engine(key), self.host.admission(key), self.host.turns(key), owner,
                                   threading.Event())
 
-        regions = self.region_detector() if options.regions else None
+        regions = self.host.region_detector() if options.regions else None
         return DocumentRun(source, numbers, options, checkpoint, progress, control or (lambda: None), lane,
                            lookahead, TEXT_LAYER_VERSION, self.settings.export.review_below, regions)
 
@@ -365,13 +286,7 @@ class Pipeline:
         with ``ocr=off``), without loading it."""
         if options.ocr == "off":
             return TEXT_LAYER_ENGINE, TEXT_LAYER_VERSION
-        return options.engine, self._engine_object(self.engine_key(options)).version
-
-
-def _engine_part(inference: InferenceSettings) -> dict[str, object]:
-    """The settings an engine is built from: all of ``inference`` but what
-    each run passes itself (profile, regions, dpi, the page groups)."""
-    return inference.model_dump(exclude={"profile", "regions", "dpi", "ocr", "page_chunk_size", "chunk_overlap"})
+        return options.engine, self.host.version(self.host.key(options.engine, options.profile))
 
 
 def _checkpointed_pages(checkpoint: Checkpoint, numbers: list[int]) -> Iterator:

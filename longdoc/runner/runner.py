@@ -22,6 +22,7 @@ from longdoc.jobs.repo import JobRepo, KeyRepo
 from longdoc.runner.steps import Send, TaskSteps
 from longdoc.jobs.task_repo import TaskRepo
 from longdoc.pipeline import Pipeline
+from longdoc.pipeline.host import EngineHost
 from longdoc.storage.base import ObjectStore
 from longdoc.storage.factory import store_from_url
 from longdoc.storage.scratch import ScratchDir
@@ -46,7 +47,8 @@ class Runner:
         self.tasks = TaskRepo(sessions)
         self.store = store or store_from_url(settings.storage.url, settings.storage.s3)
         self.scratch = ScratchDir(scratch_root or settings.service.work_dir)
-        self.pipeline = Pipeline(settings)
+        self.host = EngineHost(settings)  # the engines, shared by every task this process runs
+        self.pipeline = Pipeline(settings, host=self.host)
         self.outbox = Outbox(sessions, record=self._record_delivery, worker_id=worker_id,
                              max_attempts=settings.service.webhook_max_attempts,
                              allow_private=settings.service.allow_private_callbacks)
@@ -68,7 +70,7 @@ class Runner:
         log.info("webhook attempt", extra={"job_id": job_id, "attempt": attempt, "status": status, "error": error})
 
     def close(self) -> None:
-        self.pipeline.close()
+        self.host.close()
         self.db_engine.dispose()
 
 

@@ -273,7 +273,7 @@ class TaskSteps:
         """Leave in the store what group ``index`` needs (see :mod:`longdoc.ingest.prepared`)."""
         control()
         options = job_options(job)
-        needs_context = options.ocr != "off" and self.pipeline.engine_capabilities(options.engine).needs_context
+        needs_context = options.ocr != "off" and self.pipeline.host.capabilities(options.engine).needs_context
         prefix = keys.work_prefix(job.tenant, job.id, index)
         with self._original(job) as original, \
                 self.pipeline.open_document(original, options, self._checkpoint(job), name=job.filename,
@@ -373,7 +373,7 @@ class TaskSteps:
     def _in_order(self, engine: str, ocr: str) -> bool:
         if ocr == "off":
             return False
-        return self.pipeline.engine_capabilities(engine).sequential_groups
+        return self.pipeline.host.capabilities(engine).sequential_groups
 
     def send_task(self, job_id: str, name: str, queue: str, countdown_s: float = 0.0) -> None:
         """Hand a queued task to the transport; a failure is logged (the row stays queued)."""

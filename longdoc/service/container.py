@@ -39,6 +39,7 @@ from longdoc.jobs.states import JobState
 from longdoc.jobs.task_repo import QueueFigures, TaskRepo
 from longdoc.pipeline import ParseOptions
 from longdoc.service.auth import Authenticator, rate_limit_storage_url
+from longdoc.service.engine_metrics import install_engine_metrics
 from longdoc.service.jobs_service import JobService
 from longdoc.service.page_images import PageImages
 from longdoc.storage import keys
@@ -165,7 +166,7 @@ class Container:
         for loop in self._loops:
             loop.stop()
         if self.runtime is not None:
-            self.runtime.pipeline.close()
+            self.runtime.host.close()
         self.images.close()
         if self.audit is not None:
             self.audit.close()  # the last requests' records are written before the database goes
@@ -224,8 +225,11 @@ class Container:
     # -- readiness and metrics -------------------------------------------------
 
     def checks(self) -> dict[str, bool | int | str]:
+        """What ``/readyz`` shows: warm-up, intake, database, storage, and
+        the broker (fleet) or the default engine (embedded: whether it can
+        take work, its version and its ``ready_details()`` once warmed up)."""
         checks: dict[str, bool | int | str] = {"warmed_up": self.readiness.warmed_up,
-                                         "accepting": not self.readiness.shutting_down}
+                                               "accepting": not self.readiness.shutting_down}
         if self.readiness.warmup_error:
             checks["warmup_error"] = self.readiness.warmup_error
         try:
@@ -246,11 +250,10 @@ class Container:
             checks["broker"] = checks["engine"] = broker_ok(self.celery)
             return checks
         checks["engine"] = self._engine_ready()
-        engine = self.pipeline.engines().get(self.settings.inference.engine)
-        if engine is not None and self.readiness.warmed_up:
-            checks["engine_version"] = engine.version  # rapidocr: …/<backend>, the runtime in use
-            if hasattr(engine, "ready_details"):  # native: how many sequences its KV budget admits
-                checks.update(engine.ready_details())
+        host, name = self.pipeline.host, self.settings.inference.engine
+        if name in host.engines() and self.readiness.warmed_up:
+            checks["engine_version"] = host.version(name)  # rapidocr: …/<backend>, the runtime in use
+            checks.update(host.ready_details(name))  # native: how many sequences its KV budget admits
         return checks
 
     def _engine_ready(self) -> bool:
@@ -258,11 +261,11 @@ class Container:
         engine is known (it loads on the first job). Either way it must be
         able to take work now (a model server must answer)."""
         name = self.settings.inference.engine
-        if self.settings.service.warmup and name not in self.pipeline.loaded_engines():
+        if self.settings.service.warmup and name not in self.pipeline.host.engines():
             return False
         try:
             check_engine_name(name)
-            return self.pipeline.engine_health(name)
+            return self.pipeline.host.health(name)
         except LongdocError:
             return False
 
@@ -280,7 +283,7 @@ class Container:
                        self._keys_expiring)
         self._install_fleet_metrics()
         if self.embedded:
-            self._install_engine_metrics()
+            install_engine_metrics(m, self.pipeline.host, self.settings.inference.engine)
 
     def _keys_expiring(self) -> float:
         return float(self.keys.count_expiring(EXPIRY_WARNING))
@@ -312,35 +315,3 @@ class Container:
         if self._figures is None or now - self._figures[0] > 1.0:
             self._figures = (now, self.tasks.figures())
         return self._figures[1]
-
-    def _install_engine_metrics(self) -> None:
-        m = self.metrics
-        default = self.settings.inference.engine
-        m.workspace_bytes.set_function(lambda: self.pipeline.admission(default).workspace.in_use)
-        m.workspace_limit_bytes.set_function(lambda: self.pipeline.admission(default).workspace.limit)
-        admissions = self.pipeline.admissions
-        m.mirror("longdoc_engine_workspace", "Workspace in use per engine, in its unit (bytes for page engines, "
-                 "estimated KV tokens for model engines)", "engine",
-                 lambda: {n: float(a.workspace.in_use) for n, a in admissions().items()})
-        m.mirror("longdoc_engine_workspace_limit", "kv_cache_watermark × the engine's workspace budget", "engine",
-                 lambda: {n: float(a.workspace.limit) for n, a in admissions().items()})
-        m.mirror("longdoc_engine_groups_in_flight", "Page groups admitted and running per engine", "engine",
-                 lambda: {n: float(a.in_flight) for n, a in admissions().items()})
-        m.mirror("longdoc_engine_groups_waiting", "Page groups waiting for room under the watermark", "engine",
-                 lambda: {n: float(a.waiting) for n, a in admissions().items()})
-
-        def kv(field: str) -> dict[str, float]:
-            return {n: float(getattr(e.kv_figures(), field)) for n, e in self.pipeline.engines().items()
-                    if hasattr(e, "kv_figures")}
-
-        m.mirror("longdoc_kv_reserved_bytes", "KV bytes reserved by running sequences (native engine)", "engine",
-                 lambda: kv("reserved"))
-        m.mirror("longdoc_kv_limit_bytes", "kv_cache_watermark × the KV capacity (native engine)", "engine",
-                 lambda: kv("limit"))
-        m.mirror("longdoc_kv_sequences", "Sequences holding a KV reservation (native engine)", "engine",
-                 lambda: kv("sequences"))
-        m.mirror("longdoc_kv_sequences_waiting", "Sequences waiting for KV room (native engine)", "engine",
-                 lambda: kv("waiting"))
-        m.mirror("longdoc_model_requests_in_flight", "Requests in flight to a model server, per engine", "engine",
-                 lambda: {n: float(e.requests_in_flight) for n, e in self.pipeline.engines().items()
-                          if hasattr(e, "requests_in_flight")})

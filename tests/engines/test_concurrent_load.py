@@ -108,7 +108,7 @@ def test_the_pipeline_loads_an_engine_once_while_every_other_caller_waits_for_it
 
     def use(_: int) -> bool:
         start.wait()
-        return pipeline.engine("counting").loaded
+        return pipeline.host.engine("counting").loaded
 
     with ThreadPoolExecutor(THREADS) as pool:
         ready = list(pool.map(use, range(THREADS)))

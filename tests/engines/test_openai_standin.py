@@ -53,7 +53,7 @@ def _parse(url, doc, tmp_path, pages=None, chunk=4, overlap=1, **openai):
                            chunk_overlap=overlap)
     with Pipeline(_settings(url, **openai)) as pipeline:
         result = pipeline.parse(doc, tmp_path / "out", options)
-        assert pipeline.admission("openai").workspace.in_use == 0
+        assert pipeline.host.admission("openai").workspace.in_use == 0
     return result, load_doc(result)
 
 
@@ -167,7 +167,7 @@ def test_a_server_refusing_the_api_key_fails_the_document_with_engine_unavailabl
     with Pipeline(_settings(standin)) as pipeline:
         with pytest.raises(EngineUnavailable) as caught:
             pipeline.parse(doc, tmp_path / "out", options)
-        assert pipeline.engine("openai").fallback._engine is None  # no page read by the CPU engine
+        assert pipeline.host.engine("openai").fallback._engine is None  # no page read by the CPU engine
     assert caught.value.code == "engine_unavailable" and "inference.openai.api_key" in caught.value.hint
     assert not (tmp_path / "out" / "ledger.md").exists()
 
@@ -202,7 +202,7 @@ def test_cancelling_stops_the_requests_and_frees_the_reservations(standin, doc, 
         with pytest.raises(JobCancelled):
             pipeline.parse(doc, tmp_path / "out", ParseOptions(ocr="force", dpi=150, engine="openai", pages="1-12",
                                                                page_chunk_size=4, chunk_overlap=1), control=control)
-        admission = pipeline.admission("openai")
+        admission = pipeline.host.admission("openai")
         assert (admission.workspace.in_use, admission.in_flight, admission.waiting) == (0, 0, 0)
-        assert pipeline.engine("openai").requests_in_flight == 0
+        assert pipeline.host.engine("openai").requests_in_flight == 0
     assert not (tmp_path / "out" / "ledger.md").exists()  # no result under the final name

@@ -36,7 +36,7 @@ def _parse(engine, doc, tmp_path, settings=None, **kw):
     progress = RecordingProgress()
     with Pipeline(settings or make_settings(), engine_factory=lambda name: engine) as pipeline:
         result = pipeline.parse(doc, tmp_path / "out", _options(**kw), progress=progress)
-        admission = pipeline.admission("rapidocr")
+        admission = pipeline.host.admission("rapidocr")
     return result, progress, admission
 
 
@@ -142,7 +142,7 @@ def test_cancelling_frees_the_reservations_and_the_session(doc, tmp_path):
         with pytest.raises(JobCancelled):
             pipeline.parse(doc, tmp_path / "out", _options(), progress=_CancellingProgress(cancelled),
                            control=control)
-        admission = pipeline.admission("rapidocr")
+        admission = pipeline.host.admission("rapidocr")
         assert admission.workspace.in_use == 0 and admission.in_flight == 0 and admission.waiting == 0
     assert engine.sessions_cancelled == 1 and engine.sessions_closed == 1
     assert len(engine.pages_seen) < 20  # the groups behind were stopped, not run to the end

@@ -104,7 +104,7 @@ INDEXES = {"figure": "pages", "table": "code lines"}  # what the layout model ta
 def test_the_layout_model_takes_the_indexes_for_a_figure_and_a_table(tmp_path, ocr_pipeline):
     """The premise of the next test: the real model's regions over the two
     indexes, born-digital and scanned."""
-    detector = ocr_pipeline.region_detector()
+    detector = ocr_pipeline.host.region_detector()
     for kind, refs in INDEXES.items():
         page = index_page(tmp_path, refs=refs)
         for pdf in (page.pdf_path, page.scan(tmp_path / "scan.pdf").pdf_path):

@@ -31,7 +31,7 @@ def scan(tmp_path_factory):
 
 
 def _pipeline(ocr_pipeline, fake_cls=CountingFakeEngine, **kw):
-    fake = fake_cls(ocr_pipeline.engine("rapidocr"), **kw)
+    fake = fake_cls(ocr_pipeline.host.engine("rapidocr"), **kw)
     return Pipeline(make_settings(), engine_factory=lambda name: fake), fake
 
 

@@ -88,7 +88,7 @@ def test_an_index_of_single_references_the_model_takes_for_a_table_is_read_colum
                                                                                              ocr_pipeline):
     page = index_page(tmp_path, refs=refs, columns=3, rows=TABLE_INDEXES[refs]).scan(tmp_path / "scan.pdf")
     with pdfium_page(page.pdf_path) as image:
-        ((_, regions),) = ocr_pipeline.region_detector().analyze([image])
+        ((_, regions),) = ocr_pipeline.host.region_detector().analyze([image])
     assert "table" in {r.kind.value for r in regions}, regions  # the premise
     result = ocr_pipeline.parse(page.pdf_path, tmp_path / "out", SCAN)
     # the structure model's grid fits the entries (a cell each): the entries

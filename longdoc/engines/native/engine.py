@@ -177,9 +177,16 @@ class NativeEngine:
     def health(self) -> bool:
         return self.model is not None
 
-    def kv_figures(self) -> KvFigures:
-        """The KV workspace manager's figures (what /metrics shows); zeros before :meth:`load`."""
-        return self.kv.figures() if self.kv is not None else KvFigures(0, 0, 0, 0, 0, 0, 0)
+    def figures(self) -> dict[str, float]:
+        """The KV workspace manager's figures (``longdoc_engine_figure`` on
+        /metrics): capacity, limit (watermark × capacity) and reserved
+        bytes, sequences holding a reservation and waiting for one,
+        sequences admitted so far, the most bytes ever reserved; zeros
+        before :meth:`load`."""
+        kv = self.kv.figures() if self.kv is not None else KvFigures(0, 0, 0, 0, 0, 0, 0)
+        return {"kv_capacity_bytes": kv.capacity, "kv_limit_bytes": kv.limit, "kv_reserved_bytes": kv.reserved,
+                "kv_sequences": kv.sequences, "kv_sequences_waiting": kv.waiting,
+                "kv_sequences_admitted": kv.admitted_total, "kv_peak_reserved_bytes": kv.peak_reserved}
 
     def ready_details(self) -> dict[str, int]:
         """What ``/readyz`` shows of the KV budget once loaded: its size,

@@ -124,6 +124,11 @@ class OpenAIEngine:
     def requests_in_flight(self) -> int:
         return self._in_flight
 
+    def figures(self) -> dict[str, float]:
+        """Requests in flight to the model server (``longdoc_engine_figure``
+        on /metrics)."""
+        return {"requests_in_flight": float(self._in_flight)}
+
     @property
     def pages_per_request(self) -> int:
         """Owned pages in one request: the configured number, or fewer
