@@ -250,6 +250,7 @@ def _families(registry: Any) -> list[tuple[str, str, tuple[str, ...], str]]:
 def metric_registries() -> dict[str, list[tuple[str, str, tuple[str, ...], str]]]:
     """The families each kind of process serves at its /metrics."""
     from longdoc.config import load_settings
+    from longdoc.runner.celery_app import CeleryTransport, make_app
     from longdoc.runner.runner import Runner
     from longdoc.service.container import Container
 
@@ -275,7 +276,8 @@ def metric_registries() -> dict[str, list[tuple[str, str, tuple[str, ...], str]]
                     out[label] = _families(container.metrics.registry)
                 finally:
                     container.stop()
-            runtime = Runner(settings(Path(tmp) / "worker", "celery"), "docs:0:reference", lambda *a, **k: None)
+            worker = settings(Path(tmp) / "worker", "celery")
+            runtime = Runner(worker, "docs:0:reference", CeleryTransport(make_app(worker)))  # sends nothing
             try:
                 out["fleet worker"] = _families(runtime.metrics.registry)
             finally:

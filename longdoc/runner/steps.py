@@ -62,6 +62,8 @@ from longdoc.errors import (
     StorageError,
 )
 from longdoc.ingest import parse_page_range
+from longdoc.runner import admission
+from longdoc.runner.admission import lanes_with_room
 from longdoc.runner.finisher import JobFinisher, JobProgress, PeakRss, fetch_original, job_options
 from longdoc.runner.lease import Heartbeat
 from longdoc.jobs.models import Job
@@ -75,13 +77,14 @@ from longdoc.jobs.task_repo import (
     RUNNING,
     WHOLE,
     Lease,
+    TaskKind,
     TaskRepo,
     first_task,
     group_index,
     group_task,
     queue_for,
-    render_index,
     render_task,
+    task_kind,
 )
 from longdoc.ingest.prepared import PreparedSource, prepare_group
 from longdoc.model import Page
@@ -133,11 +136,35 @@ class TaskSteps:
     def run(self, job_id: str, name: str) -> str:
         """Run the task ``name`` of ``job_id`` if it is queued; returns what
         happened (``done``, ``skipped``, ``retry``, ``failed``, ``lost``,
-        ``stopped``: back in the queue for a shutdown)."""
+        ``stopped``: back in the queue for a shutdown; ``waiting``: a job's
+        first task with no room under ``queue.max_running_jobs``, sent again
+        in :data:`~longdoc.runner.admission.RETRY_S`). The fleet's entry."""
+        if not self._admitted(job_id, name):
+            return "waiting"
         lease = self.tasks.start(job_id, name, self.worker_id)
         if lease is None:
             return "skipped"
         return self.run_started(lease)
+
+    def _admitted(self, job_id: str, name: str) -> bool:
+        """Whether the job may start now (:mod:`longdoc.runner.admission`);
+        if not, its first task stays queued and is sent again later (marked
+        sent, so the reconciler does not send it a second time)."""
+        limit = self.settings.queue.max_running_jobs
+        if limit is None or name not in (INGEST, WHOLE):
+            return True
+        job = self.repo.get_any(job_id)
+        if job is None or job.state != JobState.QUEUED.value:
+            return True
+        if job.lane in lanes_with_room(self.repo.running_lanes(), limit):
+            return True
+        self.tasks.touch(job_id, name)
+        try:
+            self.send(job_id, name, queue_for(job.lane, name), admission.RETRY_S)
+        except BrokerUnavailable as exc:  # the task stays queued: the reconciler sends it again
+            log.warning("job waits for room; not sent again", extra={"job_id": job_id, "error": exc.code})
+        log.info("job waits for room", extra={"job_id": job_id, "lane": job.lane, "max_running_jobs": limit})
+        return False
 
     def run_started(self, lease: Lease) -> str:
         """Run a task this process just started (took its lease): what
@@ -211,19 +238,17 @@ class TaskSteps:
         return "done"
 
     def _step(self, job: Job, name: str, control: Callable[[], None], rss: PeakRss, held: Held) -> None:
-        index = group_index(name)
-        if name == INGEST:
-            self._ingest(job, control, held)
-        elif name == WHOLE:
-            self._whole(job, control, rss, held)
-        elif (rendering := render_index(name)) is not None:
-            self._render(job, rendering, control, held)
-        elif index is not None:
-            self._group(job, index, control, held)
-        elif name == ASSEMBLE:
-            self._assemble(job, control, rss, held)
-        else:
-            raise ValueError(f"unknown task {name!r}")
+        match task_kind(name):
+            case TaskKind.INGEST:
+                self._ingest(job, control, held)
+            case TaskKind.WHOLE:
+                self._whole(job, control, rss, held)
+            case TaskKind.RENDER:
+                self._render(job, int(name.partition(":")[2]), control, held)
+            case TaskKind.GROUP:
+                self._group(job, int(name.partition(":")[2]), control, held)
+            case TaskKind.ASSEMBLE:
+                self._assemble(job, control, rss, held)
 
     def _control(self, job: Job, beat: Heartbeat, rss: PeakRss) -> None:
         """Called when a task starts its work and between page groups: raise

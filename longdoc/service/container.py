@@ -46,6 +46,7 @@ from longdoc.storage import keys
 from longdoc.storage.factory import store_from_url
 from longdoc.storage.scratch import ScratchDir
 from longdoc.runner.inprocess import InProcessTransport
+from longdoc.runner.transport import TaskTransport
 from longdoc.runner.runner import Runner, announce
 
 log = logging.getLogger("longdoc.service")
@@ -94,28 +95,25 @@ class Container:
         self.store = store_from_url(settings.storage.url, settings.storage.s3)
         self.scratch = ScratchDir(settings.service.work_dir)
         self.embedded = settings.queue.backend == "embedded"
+        #: the tasks' side of this process: embedded only (on the fleet the workers hold theirs)
         self.runtime: Runner | None = None
-        self.transport: InProcessTransport | None = None
+        self.transport: TaskTransport
         if self.embedded:
             self.transport = InProcessTransport(settings, self.tasks, self.jobs)
-            self.runtime = Runner(settings, worker_id("embedded"), self.transport.send, redeliver=False,
-                                         db_engine=self.db_engine, store=self.store, metrics=self.metrics,
-                                         scratch_root=settings.service.work_dir)
+            self.runtime = Runner(settings, worker_id("embedded"), self.transport, db_engine=self.db_engine,
+                                  store=self.store, metrics=self.metrics, scratch_root=settings.service.work_dir)
             self.pipeline = self.runtime.pipeline
             self.outbox = self.runtime.outbox
-            send = self.transport.send
         else:
-            from longdoc.runner.celery_app import make_app, sender
+            from longdoc.runner.celery_app import CeleryTransport, make_app
 
-            self.celery = make_app(settings)
+            self.transport = CeleryTransport(make_app(settings))
             self.outbox = Outbox(sessions, record=lambda *a: None, worker_id=worker_id("api"))  # enqueue only
-            send = sender(self.celery)
-        self.dispatcher = Dispatcher(self.tasks, send)
+        self.dispatcher = Dispatcher(self.tasks, self.transport.send)
         self.images = PageImages(settings, self.store, settings.service.work_dir)
         self.service = JobService(settings, self.jobs, self.store, self.dispatcher, self.scratch, self.images,
                                   on_finished=self.notify_finished)
         self.readiness = Readiness(warmed_up=not self.embedded)
-        self._stop = threading.Event()
         self._loops: list[Loop] = []
         self._figures: tuple[float, dict[str, QueueFigures]] | None = None
         self._install_metrics()
@@ -127,20 +125,13 @@ class Container:
         dead process of this host at once (others when their lease runs
         out), give a job with no task its next one, start the pools, the
         reconciler, the outbox, warm up."""
-        interval = self.settings.queue.reconcile_interval_seconds
         if self.audit is not None:
             self.audit.start()
         self._apply_store_retention()
         self._loops.append(Loop(self.run_retention, self._retention_interval(), "longdoc-retention").start())
-        if self.runtime is None or self.transport is None:
+        if self.runtime is None:
             return
-        removed = self.scratch.clear()   # copies left by a killed process
-        if removed:
-            log.info("work folder cleared", extra={"entries": removed})
-        self.runtime.reconciler.run_once(at_start=True)
-        self.transport.start(self.runtime.steps)
-        self._loops.append(Loop(self.runtime.reconciler.run_once, interval, "longdoc-reconciler").start())
-        threading.Thread(target=self.outbox.run, args=(self._stop,), name="longdoc-outbox", daemon=True).start()
+        self.runtime.start()
         threading.Thread(target=self._warm_up, name="longdoc-warmup", daemon=True).start()
 
     def begin_shutdown(self) -> None:
@@ -150,8 +141,8 @@ class Container:
         next group boundary."""
         self.readiness.shutting_down = True
         self.dispatcher.stop_intake()
-        if self.transport is not None:
-            self.transport.begin_stop()
+        if self.runtime is not None:
+            self.runtime.begin_stop()
 
     def stop(self) -> None:
         """Stop intake, let running tasks checkpoint (they go back to the
@@ -159,10 +150,9 @@ class Container:
         ``service.shutdown_grace_seconds`` after the signal are handed back),
         close everything."""
         self.readiness.shutting_down = True
-        self._stop.set()
         self.dispatcher.stop_intake()
-        if self.transport is not None:
-            self.transport.stop()
+        if self.runtime is not None:
+            self.runtime.stop()
         for loop in self._loops:
             loop.stop()
         if self.runtime is not None:
@@ -245,9 +235,7 @@ class Container:
             checks["storage"] = False
             checks["storage_error"] = type(exc).__name__
         if not self.embedded:
-            from longdoc.runner.celery_app import broker_ok
-
-            checks["broker"] = checks["engine"] = broker_ok(self.celery)
+            checks["broker"] = checks["engine"] = self.transport.ready()
             return checks
         checks["engine"] = self._engine_ready()
         host, name = self.pipeline.host, self.settings.inference.engine
