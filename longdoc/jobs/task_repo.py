@@ -33,8 +33,8 @@ the columns :data:`TASKS` names.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from datetime import timedelta
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import and_, case, func, or_, select, update
@@ -46,6 +46,7 @@ from longdoc.jobs.leased import Claim, LeasedQueue, QueueTable
 from longdoc.jobs.models import Job, JobTask, utcnow
 from longdoc.jobs.repo import Clock, _Repo
 from longdoc.jobs.states import JobState
+
 
 class TaskKind(StrEnum):
     """What a task does. A task's name is its kind, with the page group's

@@ -38,7 +38,6 @@ failures raise :class:`~longdoc.errors.DatabaseUnavailable`.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -54,7 +53,6 @@ from longdoc.errors import DatabaseUnavailable, JobNotFound
 from longdoc.jobs.leased import Claim, LeasedQueue, QueueTable
 from longdoc.jobs.models import ApiKey, Job, WebhookOutbox, new_id, utcnow
 from longdoc.jobs.repo import Clock, _Repo
-from longdoc.runtime.loop import Loop
 from longdoc.webhooks.delivery import (
     Outcome,
     attempt_delivery,
@@ -315,16 +313,6 @@ class Outbox(_Repo):
         """Make the loop running :meth:`step` start its next pass now (nothing
         before :meth:`wake_with`: an outbox that only queues)."""
         self._wake()
-
-    def run(self, stop: threading.Event, interval_s: float = 1.0) -> None:
-        """Transitional, for owners that do not yet run :meth:`step` on a
-        loop of their own: :meth:`step` on a :class:`Loop` (first pass at
-        once, woken by :meth:`wake`) until ``stop`` is set."""
-        loop = Loop(self.step, interval_s, "longdoc-outbox", at_start=True)
-        self.wake_with(loop.wake)
-        loop.start()
-        stop.wait()
-        loop.stop()
 
 
 # --- helpers ----------------------------------------------------------------------
