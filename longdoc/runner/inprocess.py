@@ -15,8 +15,8 @@ can be lost: :meth:`InProcessTransport.send` only wakes the feeder of the
 task's queue (after its countdown), and every feeder also looks every
 :data:`POLL_S` seconds (a task due after a backoff, room freed elsewhere).
 
-A queued job's first task starts only while the job-start admission
-(:mod:`longdoc.runner.admission`) has room: fewer than
+A queued job's first task starts only while there is room to start it
+(:mod:`longdoc.runner.starts`) has room: fewer than
 ``service.max_concurrency`` jobs run (counted in the database), of which
 at most ``max_concurrency - 1`` long ones (when it is above 1): a short
 document always has room, and a pool of its own, so it is never stuck
@@ -59,7 +59,7 @@ from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import JobState
 from longdoc.runner.steps import TaskSteps
 from longdoc.jobs.task_repo import QUEUES, Lease, TaskRepo
-from longdoc.runner.admission import lanes_with_room
+from longdoc.runner.starts import lanes_with_room
 from longdoc.runtime.loop import Loop
 
 log = logging.getLogger("longdoc.dispatch")
@@ -90,7 +90,7 @@ class InProcessTransport:
         self._steps: TaskSteps | None = None
         self._pools: dict[str, _Pool] = {}
         self._stopping = threading.Event()
-        self._lock = threading.Lock()  # one pick at a time: admission counts what is starting
+        self._lock = threading.Lock()  # one pick at a time: the room to start counts what is starting
         self._starting: dict[str, str] = {}  # job id → lane: first tasks started here, still running
         self._lost: set[tuple[int, str]] = set()  # (thread id, lease token): lease gone at the last look
         self._watchdog = Loop(self._watch, POLL_S, "longdoc-pool-watchdog")

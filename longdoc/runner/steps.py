@@ -62,8 +62,8 @@ from longdoc.errors import (
     StorageError,
 )
 from longdoc.ingest import parse_page_range
-from longdoc.runner import admission
-from longdoc.runner.admission import lanes_with_room
+from longdoc.runner import starts
+from longdoc.runner.starts import lanes_with_room
 from longdoc.runner.finisher import JobFinisher, JobProgress, PeakRss, fetch_original, job_options
 from longdoc.runner.lease import Heartbeat
 from longdoc.jobs.models import Job
@@ -138,7 +138,7 @@ class TaskSteps:
         happened (``done``, ``skipped``, ``retry``, ``failed``, ``lost``,
         ``stopped``: back in the queue for a shutdown; ``waiting``: a job's
         first task with no room under ``queue.max_running_jobs``, sent again
-        in :data:`~longdoc.runner.admission.RETRY_S`). The fleet's entry."""
+        in :data:`~longdoc.runner.starts.RETRY_S`). The fleet's entry."""
         if not self._admitted(job_id, name):
             return "waiting"
         lease = self.tasks.start(job_id, name, self.worker_id)
@@ -147,7 +147,7 @@ class TaskSteps:
         return self.run_started(lease)
 
     def _admitted(self, job_id: str, name: str) -> bool:
-        """Whether the job may start now (:mod:`longdoc.runner.admission`);
+        """Whether the job may start now (:mod:`longdoc.runner.starts`);
         if not, its first task stays queued and is sent again later (marked
         sent, so the reconciler does not send it a second time)."""
         limit = self.settings.queue.max_running_jobs
@@ -160,7 +160,7 @@ class TaskSteps:
             return True
         self.tasks.touch(job_id, name)
         try:
-            self.send(job_id, name, queue_for(job.lane, name), admission.RETRY_S)
+            self.send(job_id, name, queue_for(job.lane, name), starts.RETRY_S)
         except BrokerUnavailable as exc:  # the task stays queued: the reconciler sends it again
             log.warning("job waits for room; not sent again", extra={"job_id": job_id, "error": exc.code})
         log.info("job waits for room", extra={"job_id": job_id, "lane": job.lane, "max_running_jobs": limit})

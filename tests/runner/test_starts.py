@@ -1,4 +1,4 @@
-"""Job-start admission, one rule on both transports: at most N jobs at
+"""Job starts, one rule on both transports: at most N jobs at
 once, at most N - 1 of them long, a short one always with room. The
 embedded pools' side is in test_inprocess.py; here the fleet's side, where
 a worker is handed a job's first task (``queue.max_running_jobs``)."""
@@ -9,7 +9,7 @@ import pytest
 
 from longdoc.config import load_settings
 from longdoc.jobs.states import JobState
-from longdoc.runner.admission import RETRY_S, lanes_with_room
+from longdoc.runner.starts import RETRY_S, lanes_with_room
 from tests.runner.test_reconciler import Fleet, jobs, new_job, running_task, task_row, tasks  # noqa: F401
 
 

@@ -1,4 +1,4 @@
-"""Job-start admission: whether a queued job may start now, the same rule
+"""Job starts: whether a queued job may start now (room to start), the same rule
 on both transports.
 
 At most ``max_jobs`` jobs run at once, of which at most ``max_jobs - 1``
