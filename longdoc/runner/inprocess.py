@@ -16,7 +16,7 @@ task's queue (after its countdown), and every feeder also looks every
 :data:`POLL_S` seconds (a task due after a backoff, room freed elsewhere).
 
 A queued job's first task starts only while there is room to start it
-(:mod:`longdoc.runner.starts`) has room: fewer than
+(:mod:`longdoc.runner.starts`): fewer than
 ``service.max_concurrency`` jobs run (counted in the database), of which
 at most ``max_concurrency - 1`` long ones (when it is above 1): a short
 document always has room, and a pool of its own, so it is never stuck
