@@ -117,6 +117,9 @@ def limits_storage(url: str, key_prefix: str = KEY_PREFIX, tls_ca_file: str | No
     except ConfigurationError as exc:
         raise ConfigError(f"service.rate_limit_storage_url: {exc}",
                           hint="Use memory:// or a Redis URL such as redis://host:6379/1.") from exc
+    if not isinstance(storage, Storage):  # async+redis:// and the like: its calls would return coroutines
+        raise ConfigError(f"service.rate_limit_storage_url: {urlsplit(url).scheme}:// is an asyncio store.",
+                          hint="Use memory:// or a Redis URL such as redis://host:6379/1.")
     if not hasattr(storage, "acquire_entry"):
         raise ConfigError(f"service.rate_limit_storage_url: {urlsplit(url).scheme}:// cannot count moving windows.",
                           hint="Use memory:// or a Redis URL such as redis://host:6379/1.")

@@ -221,6 +221,12 @@ def test_an_unknown_storage_scheme_is_a_config_error(keys):
         Authenticator(keys, rate_per_minute=1, failures_per_minute=1, storage_url="nosuch://x")
 
 
+def test_an_asyncio_storage_is_a_config_error(keys):
+    """The authenticator counts synchronously: an ``async+`` store would count nothing."""
+    with pytest.raises(ConfigError, match=r"async\+memory:// is an asyncio store"):
+        Authenticator(keys, rate_per_minute=1, failures_per_minute=1, storage_url="async+memory://")
+
+
 @pytest.mark.parametrize(("queue", "service", "expected"), [
     ({}, {}, "memory://"),
     ({"backend": "celery", "broker_url": "redis://broker:6379/0"}, {}, "redis://broker:6379/0"),
