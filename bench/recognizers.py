@@ -38,8 +38,7 @@ from _common import EVAL
 
 from cer_devset import clean, ground_truth
 from evaluation.metrics import cer
-from longdoc.engines.rapidocr import RECOGNIZERS, RapidOcrEngine
-from longdoc.engines.rapidocr import worker as rapidocr_worker
+from longdoc.engines.rapidocr import RECOGNIZERS, RapidOcrEngine, worker as rapidocr_worker
 from tests.docgen.dense import scan, typeset
 from vs_ocrmypdf import normalized
 

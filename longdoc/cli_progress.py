@@ -7,28 +7,27 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import TextIO
 
 from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
+    Progress as RichProgress,
+    ProgressColumn,
+    Task,
+    TaskID,
     TaskProgressColumn,
     TextColumn,
     TimeRemainingColumn,
-)
-from rich.progress import (
-    Progress as RichProgress,
 )
 
 from longdoc.model import Page
 from longdoc.progress import NullProgress, Progress
 
 
-class _Rate(TextColumn):
-    def __init__(self) -> None:
-        super().__init__("")
-
-    def render(self, task):  # type: ignore[override]
+class _Rate(ProgressColumn):
+    def render(self, task: Task) -> str:
         speed = task.finished_speed or task.speed
         return f"{speed:.2f} pages/s" if speed else "… pages/s"
 
@@ -39,7 +38,7 @@ class BarProgress:
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
             TaskProgressColumn(), _Rate(), TimeRemainingColumn(), console=console, transient=False,
         )
-        self._task = None
+        self._task: TaskID | None = None
 
     def start(self, name: str, total_pages: int) -> None:
         self._bar.start()
@@ -56,7 +55,7 @@ class BarProgress:
 class LogProgress:
     """One line per finished group: ``name: 64/300 pages, 1.21 pages/s, ETA 195 s``."""
 
-    def __init__(self, stream=None) -> None:
+    def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream or sys.stderr
         self._name = ""
         self._total = 0

@@ -6,14 +6,19 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from longdoc.config import load_settings
+from longdoc.config import Settings, load_settings
 from longdoc.durations import format_duration, parse_duration
 from longdoc.errors import EXIT_PARTIAL, InvalidOption, KeyNotFound, Unauthorized
 from longdoc.export.formats import FILE_NAMES
+
+if TYPE_CHECKING:  # imported where used: the commands that need no database start without SQLAlchemy
+    from sqlalchemy.orm import Session, sessionmaker
+
+    from longdoc.jobs.repo import KeyRepo
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML config file (DESIGN §6 shape).")]
 keys_app = typer.Typer(no_args_is_help=True, help="Manage API keys (admin; talks to the database directly).")
@@ -123,7 +128,8 @@ def submit(
             if job["state"] in ("succeeded", "partial"):
                 out.mkdir(parents=True, exist_ok=True)
                 for fmt in formats:
-                    dest = client.result(job["id"], format=fmt, dest=out / f"{path.stem}{FILE_NAMES[fmt]}")
+                    dest = out / f"{path.stem}{FILE_NAMES[fmt]}"
+                    client.result(job["id"], format=fmt, dest=dest)
                     typer.echo(f"{fmt}: {dest}")
             if job["state"] != "succeeded":
                 worst = EXIT_PARTIAL
@@ -133,7 +139,7 @@ def submit(
         raise typer.Exit(worst)
 
 
-def _sessions(config: Path | None):
+def _sessions(config: Path | None) -> tuple[Settings, sessionmaker[Session]]:
     """The settings and a session factory on their database (migrated)."""
     from longdoc.jobs import db
 
@@ -143,7 +149,7 @@ def _sessions(config: Path | None):
     return settings, db.session_factory(engine)
 
 
-def _repo(config: Path | None):
+def _repo(config: Path | None) -> tuple[Settings, KeyRepo]:
     """The settings and a KeyRepo on their database (migrated)."""
     from longdoc.jobs.repo import KeyRepo
 

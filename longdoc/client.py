@@ -69,8 +69,8 @@ class ClientError(LongdocError):
         self.context = dict(context or {})
         self.code = code  # type: ignore[misc]  # the server's code, per instance
         self.status = status
-        self.http_status = status or 0  # type: ignore[misc]
-        self.retryable = retryable  # type: ignore[misc]
+        self.http_status = status or 0  # type: ignore[misc]  # the server's, per instance
+        self.retryable = retryable  # type: ignore[misc]  # the server's, per instance
         self.retry_after_s = retry_after_s
         self.body = body
 
@@ -544,7 +544,8 @@ def parse_sse(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
     with ``:`` are comments (keep-alives); a blank line ends an event; an
     event without data is dropped; ``event`` defaults to ``message``.
     """
-    name, data, event_id = "", [], None
+    name, event_id = "", None
+    data: list[str] = []
     for raw in lines:
         line = raw.rstrip("\r\n")
         if not line:

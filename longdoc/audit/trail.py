@@ -39,6 +39,7 @@ from typing import NamedTuple
 from sqlalchemy import delete, insert, select
 
 from longdoc.errors import DatabaseUnavailable
+from longdoc.jobs.db import rowcount
 from longdoc.jobs.models import AuditEvent
 from longdoc.jobs.repo import _Repo
 from longdoc.runtime.loop import Loop
@@ -49,7 +50,7 @@ MAX_LIST_LIMIT = 1000
 DROP_WARNING_INTERVAL_S = 30.0
 RETRY_FIRST_S, RETRY_MAX_S = 0.5, 5.0
 #: column widths of ``audit_events`` (longer values are cut, never refused)
-_WIDTHS = {c.name: c.type.length for c in AuditEvent.__table__.columns if getattr(c.type, "length", None)}
+_WIDTHS = {c.name: width for c in AuditEvent.__table__.columns if (width := getattr(c.type, "length", None))}
 
 
 class AuditRecord(NamedTuple):
@@ -105,7 +106,7 @@ class AuditRepo(_Repo):
     def purge(self, before: datetime) -> int:
         """Delete the records older than ``before``; how many went."""
         with self._tx() as s:
-            return s.execute(delete(AuditEvent).where(AuditEvent.at < before)).rowcount or 0
+            return rowcount(s.execute(delete(AuditEvent).where(AuditEvent.at < before)))
 
 
 class AuditWriter:

@@ -142,7 +142,7 @@ def choose(asked: str, threads: int, roles: Sequence[str], candidates: Callable[
         if not available(asked):
             raise EngineUnavailable(f"inference.backend is {asked!r} but the `{asked}` package is not installed.",
                                     hint=f"pip install {asked}, or set inference.backend: auto")
-        return {role: asked for role in roles}, "asked", {}  # type: ignore[misc]
+        return {role: asked for role in roles}, "asked", {}
     if not available("openvino"):
         return {role: "onnxruntime" for role in roles}, "only one installed", {}
     key = machine_key(threads, [*roles, *(m or "" for m in models)])

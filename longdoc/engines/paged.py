@@ -34,9 +34,11 @@ class PageRecognizer(Protocol):
     """What RapidOCR and Tesseract provide."""
 
     name: str
-    version: str
     capabilities: EngineCapabilities
     max_in_flight: int
+
+    @property
+    def version(self) -> str: ...  # read-only: Tesseract's is known once it is found
 
     def load(self) -> None: ...
 

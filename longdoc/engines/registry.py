@@ -39,7 +39,7 @@ EngineFactory = Callable[["InferenceSettings"], Engine]
 
 def _rapidocr(settings: InferenceSettings) -> Engine:
     from longdoc.engines.paged import PagedEngine
-    from longdoc.engines.rapidocr import RapidOcrEngine
+    from longdoc.engines.rapidocr.engine import RapidOcrEngine
 
     recognizer = RapidOcrEngine(
         workers=settings.effective_workers(),

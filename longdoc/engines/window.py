@@ -17,7 +17,7 @@ has to restart its executor can resubmit the pages still in flight.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +37,7 @@ def in_order(
     pages: Iterable[PageImage],
     submit: Callable[[PageImage], Slot],
     max_in_flight: int,
-) -> Iterator[tuple[Slot, deque[Slot]]]:
+) -> Generator[tuple[Slot, deque[Slot]], None, None]:
     """Yield ``(head, rest)`` for every page of ``pages``, in input order.
 
     ``submit`` starts work on one page and returns its :class:`Slot`. At most

@@ -177,7 +177,7 @@ class DoclingWriter:
             self._emit("body", json.dumps({"$ref": ref}))
             return
         label = _TEXT_LABELS.get(block.kind, "text")
-        extra = {"level": max(1, min(100, block.level or 1))} if block.kind is BlockKind.HEADING else {}
+        extra: dict[str, Any] = {"level": max(1, min(100, block.level or 1))} if block.kind is BlockKind.HEADING else {}
         if block.kind is BlockKind.CODE:
             extra = {"captions": [], "references": [], "footnotes": [], "code_language": "unknown"}
         if block.kind is BlockKind.TABLE:   # a table without cells: its text

@@ -295,7 +295,7 @@ def _declared_dpi(image: Image.Image) -> tuple[float, float]:
     absurd value."""
     declared = image.info.get("dpi")
     try:
-        xdpi, ydpi = (float(v) for v in declared)  # type: ignore[union-attr]
+        xdpi, ydpi = (float(v) for v in declared)  # type: ignore[union-attr]  # None: the TypeError below
     except (TypeError, ValueError, ZeroDivisionError):
         return DEFAULT_DPI, DEFAULT_DPI
     if not all(math.isfinite(v) and MIN_DPI <= v <= MAX_DPI for v in (xdpi, ydpi)):

@@ -196,7 +196,7 @@ def _mark_fixed(glyphs: list[Glyph], placed: list[tuple[int, int]], fonts: _Font
     width of a loose box): asking pdfium costs about a microsecond a
     character, and in proportional text most neighbours differ in width.
     """
-    widths = [glyphs[at].box[2] - glyphs[at].box[0] for at, _ in placed]  # type: ignore[index]
+    widths = [glyphs[at].box[2] - glyphs[at].box[0] for at, _ in placed]  # type: ignore[index]  # placed: has a box
     asked = -1
     for k, (a, b) in enumerate(zip(widths, widths[1:])):
         if abs(b - a) > SAME_ADVANCE * a:

@@ -309,19 +309,23 @@ def words_of(line: Line) -> list[tuple[str, BBox]]:
 class LongdocOcrEngine(OcrEngine):
     """longdoc behind OCRmyPDF's engine interface (see the module docstring)."""
 
-    def version(self) -> str:  # type: ignore[override]
+    @staticmethod
+    def version() -> str:
         return __version__
 
-    def creator_tag(self, options: object) -> str:  # type: ignore[override]
+    @staticmethod
+    def creator_tag(options: object) -> str:
         return f"longdoc {__version__} ({settings_for(_config(options)).inference.engine})"
 
     def __str__(self) -> str:
         return f"longdoc {__version__}"
 
-    def languages(self, options: object) -> Set[str]:  # type: ignore[override]
+    @staticmethod
+    def languages(options: object) -> Set[str]:
         return languages(settings_for(_config(options)))
 
-    def get_orientation(self, input_file: Path, options: object) -> OrientationConfidence:  # type: ignore[override]
+    @staticmethod
+    def get_orientation(input_file: Path, options: object) -> OrientationConfidence:
         """The turn longdoc's engine read the page at (clockwise degrees
         that make it upright), as OCRmyPDF counts it (the other way round)."""
         page, _ = read_file(input_file, options, 0)
@@ -329,20 +333,21 @@ class LongdocOcrEngine(OcrEngine):
             return OrientationConfidence(angle=0, confidence=0.0)
         return OrientationConfidence(angle=-page.rotation % 360, confidence=SURE)
 
-    def supports_generate_ocr(self) -> bool:  # type: ignore[override]
+    @staticmethod
+    def supports_generate_ocr() -> bool:
         return True
 
-    def generate_ocr(self, input_file: Path, options: object, page_number: int = 0  # type: ignore[override]
-                     ) -> tuple[OcrElement, str]:
+    @staticmethod
+    def generate_ocr(input_file: Path, options: object, page_number: int = 0) -> tuple[OcrElement, str]:
         page, image = read_file(input_file, options, page_number)
         return ocr_tree(page, image, page_number)
 
-    def generate_hocr(self, input_file: Path, output_hocr: Path, output_text: Path,  # type: ignore[override]
-                      options: object) -> None:
+    @staticmethod
+    def generate_hocr(input_file: Path, output_hocr: Path, output_text: Path, options: object) -> None:
         raise NotImplementedError("longdoc gives OCRmyPDF its element tree (generate_ocr), not hOCR.")
 
-    def generate_pdf(self, input_file: Path, output_pdf: Path, output_text: Path,  # type: ignore[override]
-                     options: object) -> None:
+    @staticmethod
+    def generate_pdf(input_file: Path, output_pdf: Path, output_text: Path, options: object) -> None:
         raise NotImplementedError("longdoc gives OCRmyPDF its element tree, not a PDF: use the default "
                                   "--pdf-renderer, not sandwich.")
 

@@ -27,7 +27,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection, CursorResult, Engine, Result, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
@@ -149,6 +149,13 @@ def migrate(url_or_engine: str | Engine) -> None:
             engine.dispose()
 
 
+def rowcount(result: Result[*tuple[Any, ...]]) -> int:
+    """How many rows the UPDATE or DELETE that gave ``result`` matched
+    (``Session.execute`` is typed as returning a plain Result, without the count)."""
+    assert isinstance(result, CursorResult), "an UPDATE or DELETE gives a CursorResult"
+    return result.rowcount
+
+
 @contextmanager
 def _locked_transaction(engine: Engine) -> Iterator[Connection]:
     """One connection inside one transaction that only one migrator at a
@@ -162,6 +169,7 @@ def _locked_transaction(engine: Engine) -> Iterator[Connection]:
         # pysqlite would run DDL outside any transaction: take the write lock
         # explicitly so the whole upgrade is atomic and exclusive.
         dbapi = conn.connection.driver_connection
+        assert dbapi is not None, "a checked-out connection has its driver's connection"
         saved = dbapi.isolation_level
         dbapi.isolation_level = None
         try:

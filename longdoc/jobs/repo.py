@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 import hashlib
 import hmac
 import json
@@ -40,6 +41,7 @@ from longdoc.errors import (
     KeyNotRotatable,
     QueueFull,
 )
+from longdoc.jobs.db import rowcount
 from longdoc.jobs.models import (
     LANES,
     MAX_IDEMPOTENCY_KEY,
@@ -204,12 +206,12 @@ class KeyRepo(_Repo):
             s.add(new)
             s.flush()
             old_expires_at = now + grace if old.expires_at is None else min(old.expires_at, now + grace)
-            changed = s.execute(
+            changed = rowcount(s.execute(
                 update(ApiKey)
                 .where(ApiKey.id == key_id, ApiKey.replaced_by.is_(None), ApiKey.revoked_at.is_(None))
                 .values(replaced_by=new.id, expires_at=old_expires_at)
                 .execution_options(synchronize_session=False)
-            ).rowcount
+            ))
             if changed != 1:  # rotated or revoked since it was read: the new key is rolled back
                 raise KeyNotRotatable(f"Key {key_id} was rotated or revoked meanwhile.", key_id=key_id)
             s.refresh(old)
@@ -427,7 +429,7 @@ class JobRepo(_Repo):
         jobs = jobs[:limit]
         return JobList(jobs, _encode_cursor(jobs[-1]))
 
-    def pages(self, job_id: str) -> list[JobPage]:
+    def pages(self, job_id: str) -> builtins.list[JobPage]:
         """Per-page outcomes recorded by :meth:`progress`, by page number."""
         with self._tx() as s:
             return list(s.scalars(select(JobPage).where(JobPage.job_id == job_id).order_by(JobPage.page)))
@@ -459,7 +461,7 @@ class JobRepo(_Repo):
         with self._tx() as s:
             return dict(s.execute(select(Job.id, Job.lane).where(Job.state == JobState.RUNNING.value)).all())
 
-    def running_overdue(self, started_before: timedelta) -> list[Job]:
+    def running_overdue(self, started_before: timedelta) -> builtins.list[Job]:
         """Running jobs started more than ``started_before`` ago, or whose
         cancel was requested: those the reconciler ends when their tasks
         did not (an engine that never returns)."""
@@ -510,7 +512,7 @@ class JobRepo(_Repo):
                         started_at=func.coalesce(Job.started_at, literal(now, UTCDateTime())))
                 .execution_options(synchronize_session=False)
             )
-            if result.rowcount != 1:
+            if rowcount(result) != 1:
                 return None
             return s.get(Job, job_id, populate_existing=True)
 
@@ -564,7 +566,7 @@ class JobRepo(_Repo):
             update(Job).where(Job.id == job_id, Job.state == JobState.RUNNING.value).values(**values)
             .execution_options(synchronize_session=False)
         )
-        return result.rowcount == 1
+        return rowcount(result) == 1
 
     # -- state changes -------------------------------------------------------------
 
@@ -609,7 +611,7 @@ class JobRepo(_Repo):
                 return self.get_any(job_id)
         raise IllegalTransition(f"job {job_id} kept changing state while being cancelled")
 
-    def expire_due(self, now: datetime | None = None) -> list[Job]:
+    def expire_due(self, now: datetime | None = None) -> builtins.list[Job]:
         """Finished jobs whose ``expires_at`` has passed become expired;
         returns them (the caller deletes their stored data)."""
         now = now or self._now()
@@ -633,7 +635,7 @@ class JobRepo(_Repo):
             s.execute(delete(WebhookDelivery).where(WebhookDelivery.job_id == job_id))
             s.execute(delete(WebhookOutbox).where(WebhookOutbox.job_id == job_id))
             s.execute(delete(JobTask).where(JobTask.job_id == job_id))
-            return s.execute(delete(Job).where(Job.id == job_id)).rowcount == 1
+            return rowcount(s.execute(delete(Job).where(Job.id == job_id))) == 1
 
     def _transition(self, job_id: str, new: JobState, values: dict[str, Any], *,
                     only_from: JobState | None = None) -> Job | None:
@@ -656,7 +658,7 @@ class JobRepo(_Repo):
                     update(Job).where(*where).values(state=new.value, **values)
                     .execution_options(synchronize_session=False)
                 )
-                if result.rowcount == 1:
+                if rowcount(result) == 1:
                     return s.get(Job, job_id, populate_existing=True)
         raise IllegalTransition(f"job {job_id} kept changing; gave up moving it to {new.value}")
 
@@ -670,7 +672,7 @@ class JobRepo(_Repo):
             s.add(row)
         return row
 
-    def deliveries(self, job_id: str) -> list[WebhookDelivery]:
+    def deliveries(self, job_id: str) -> builtins.list[WebhookDelivery]:
         """Every recorded attempt for the job, oldest first."""
         query = (select(WebhookDelivery).where(WebhookDelivery.job_id == job_id)
                  .order_by(WebhookDelivery.created_at, WebhookDelivery.attempt))

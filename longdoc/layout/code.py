@@ -54,6 +54,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Sequence
+from typing import TypeGuard
 
 from longdoc.layout.blocks import Draft, Metrics
 from longdoc.layout.geometry import LineBox, h_overlap, same_row
@@ -172,7 +173,7 @@ def _runs(ordered: Sequence[LineBox], m: Metrics, step: float, pitches: list[flo
         listing = bool(runs) and bool(run_pitches)
         if listing and _candidate(pitch, l, m) and _continues(runs[-1], run_pitches, l, pitch, step):
             runs[-1].append(l)
-            run_pitches.append(pitch)  # type: ignore[arg-type]
+            run_pitches.append(pitch)
             k += 1
             continue
         row = _bridge(runs[-1], run_pitches, ordered, pitches, k, m, step) if listing else 0
@@ -181,12 +182,13 @@ def _runs(ordered: Sequence[LineBox], m: Metrics, step: float, pitches: list[flo
             k += row
             continue
         runs.append([l])
-        run_pitches = [pitch] if _candidate(pitch, l, m) else []  # type: ignore[list-item]
+        run_pitches = [pitch] if _candidate(pitch, l, m) else []
         k += 1
     return runs
 
 
-def _candidate(pitch: float | None, l: LineBox, m: Metrics) -> bool:
+def _candidate(pitch: float | None, l: LineBox, m: Metrics) -> TypeGuard[float]:
+    """``l`` can be a listing's line: it has a ``pitch`` (then not None) and is not tall."""
     return pitch is not None and not m.tall(l)
 
 
@@ -262,7 +264,7 @@ def _is_code(run: list[LineBox], ordered: Sequence[LineBox], m: Metrics, pitch: 
         return False
     row = LineBox(run[0].idx, run[0].line, min(l.x0 for l in run), min(l.y0 for l in run),
                   max(l.x1 for l in run), max(l.y1 for l in run))
-    return _stands_apart(row, pitch, ordered, m)  # type: ignore[arg-type]  (a candidate has one)
+    return _stands_apart(row, pitch, ordered, m)
 
 
 def _stands_apart(row: LineBox, pitch: float, ordered: Sequence[LineBox], m: Metrics) -> bool:

@@ -70,7 +70,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rapidfuzz import fuzz
@@ -289,7 +289,7 @@ def _page_number(c: _Candidate, near: list[tuple[int, _Candidate]], number: int,
     """Whether folio candidate ``c`` is the page number (module docstring)."""
     if not _isolated(c.line, ctx.lines, ctx.h):
         return False
-    if any(o.folio is not None and c.folio - o.folio == number - p for p, o in near):  # type: ignore[operator]
+    if c.folio is not None and any(o.folio is not None and c.folio - o.folio == number - p for p, o in near):
         return True
     if c.line.idx in ctx.zone and not _stacked(c, ctx):
         return True
@@ -466,7 +466,8 @@ def _edge_zone(lines: list[LineBox], height: float, h: float) -> set[int]:
     return zone
 
 
-def _walk(ordered, near_edge, far_edge, gap, limit, sign) -> set[int]:  # type: ignore[no-untyped-def]
+def _walk(ordered: Sequence[LineBox], near_edge: Callable[[LineBox], float], far_edge: Callable[[LineBox], float],
+          gap: float, limit: float, sign: int) -> set[int]:
     """Walk lines from a page edge inwards; return those seen before the
     first gap ≥ ``gap`` if that gap starts inside the band, else nothing.
     ``sign`` is +1 walking down from the top, -1 walking up from the bottom."""

@@ -78,7 +78,9 @@ def restore_spaces(texts: list[str]) -> list[str]:
 
 def split_word(token: str) -> str:
     """``token`` with a space where two words were glued, or unchanged."""
-    prefix, core, suffix = _TOKEN.match(token).groups()  # type: ignore[union-attr]
+    parts = _TOKEN.match(token)
+    assert parts is not None, "_TOKEN matches every token"
+    prefix, core, suffix = parts.groups()
     glued = _NUMBER_WORD.fullmatch(core)
     if glued:
         word = glued.group(2)

@@ -160,7 +160,8 @@ class DocumentRun:
         if not self.checkpoint.group_done(group.index):
             return None
         pages = [self.checkpoint.load_page(self.numbers[i]) for i in group.owned]
-        return None if any(p is None for p in pages) else pages  # type: ignore[return-value]
+        loaded = [p for p in pages if p is not None]
+        return loaded if len(loaded) == len(pages) else None
 
     # -- the engine ------------------------------------------------------------
 

@@ -184,8 +184,8 @@ def _ocr_group(
                 _ocr_alone(number, plan, lane, render, pages, reasons, rendered)
     for number in reasons:
         if number not in pages:  # never lose a page: the engine owed a result
-            exc = EngineFailed(f"Page {number}: the engine {engine.name} returned no result for it.")
-            pages[number] = failed_page(number, exc, sizes[number], reasons[number])
+            owed = EngineFailed(f"Page {number}: the engine {engine.name} returned no result for it.")
+            pages[number] = failed_page(number, owed, sizes[number], reasons[number])
     return pages
 
 

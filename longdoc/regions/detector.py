@@ -22,8 +22,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Future, TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 
 from longdoc.engines import backends

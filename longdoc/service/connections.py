@@ -123,6 +123,8 @@ def guarded_protocol(policy: ConnectionPolicy) -> type[H11Protocol]:
 
     class GuardedH11Protocol(H11Protocol):
         _policy = policy
+        conn: FramedConnection
+        flow: TimedFlow
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
@@ -136,6 +138,7 @@ def guarded_protocol(policy: ConnectionPolicy) -> type[H11Protocol]:
             self._body_started: float | None = None
             self._last_byte_at = 0.0
 
+        # a stream's transport is a Transport (the base class says BaseTransport)
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             _no_delay(transport)
             super().connection_made(transport)

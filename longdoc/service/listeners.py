@@ -112,7 +112,7 @@ class _Loop(asyncio.SelectorEventLoop):
         super().__init__()
         self.handshake_timeout_s = handshake_timeout_s
 
-    async def create_server(self, *args: Any, **kwargs: Any) -> asyncio.Server:  # type: ignore[override]
+    async def create_server(self, *args: Any, **kwargs: Any) -> asyncio.Server:
         if kwargs.get("ssl") is not None:
             kwargs.setdefault("ssl_handshake_timeout", self.handshake_timeout_s)
         return await super().create_server(*args, **kwargs)
@@ -150,8 +150,8 @@ def _signals_to(servers: list[_Listener], begin_shutdown: Callable[[], None]) ->
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    for sig in reversed(caught):
-        signal.raise_signal(sig)
+    for number in reversed(caught):
+        signal.raise_signal(number)
 
 
 def _bind(host: str, port: int, listener: str) -> socket.socket:

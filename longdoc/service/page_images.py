@@ -113,8 +113,8 @@ class PageImages:
         now = time.monotonic()
         stale: list[_Open] = []
         with self._lock:
-            for job_id, entry in list(self._open.items()):
-                if now - entry.used > IDLE_CLOSE_S:
+            for job_id, held in list(self._open.items()):
+                if now - held.used > IDLE_CLOSE_S:
                     stale.append(self._open.pop(job_id))
             entry = self._open.get(job.id)
             if entry is not None:

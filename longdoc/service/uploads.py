@@ -30,7 +30,7 @@ import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, BinaryIO
+from typing import TYPE_CHECKING, Annotated, BinaryIO
 
 from fastapi import Depends, Request
 from fastapi.exceptions import RequestValidationError
@@ -42,6 +42,9 @@ from starlette.requests import ClientDisconnect
 from longdoc.errors import InvalidUpload, StorageError, UploadTooLarge
 from longdoc.service.deps import JobsDep
 from longdoc.storage.scratch import Received
+
+if TYPE_CHECKING:
+    from python_multipart.multipart import MultipartCallbacks
 
 #: the document's part, and the options' part
 FILE_FIELD, OPTIONS_FIELD = "file", "options"
@@ -191,7 +194,7 @@ class _Form:
     def options(self) -> str | None:
         return None if self._options is None else _decoded(bytes(self._options), self.charset)
 
-    def callbacks(self) -> dict[str, Callable]:
+    def callbacks(self) -> MultipartCallbacks:
         return {"on_part_begin": self._part_begin, "on_header_field": self._header_field,
                 "on_header_value": self._header_value, "on_header_end": self._header_end,
                 "on_headers_finished": self._headers_finished, "on_part_data": self._part_data,

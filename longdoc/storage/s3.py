@@ -21,6 +21,7 @@ Every botocore/boto3 error is mapped to
 
 from __future__ import annotations
 
+import builtins
 import io
 import os
 import re
@@ -130,7 +131,7 @@ class S3Store:
         full = self._full(key)
         with _boto_errors(f"Cannot read object {key!r}", key=key):
             body = self.client.get_object(Bucket=self.bucket, Key=full)["Body"]
-        return _Body(body, key)  # type: ignore[return-value]
+        return _Body(body, key)  # type: ignore[return-value]  # a RawIOBase; typing's BinaryIO is nominal
 
     def get_bytes(self, key: str) -> bytes:
         with self.open_read(key) as f:
@@ -189,7 +190,7 @@ class S3Store:
             removed += self._delete_batch(batch, prefix)
         return removed
 
-    def _delete_batch(self, full_keys: list[str], prefix: str) -> int:
+    def _delete_batch(self, full_keys: builtins.list[str], prefix: str) -> int:
         what = f"Cannot delete objects under {prefix!r}"
         with _boto_errors(what):
             reply = self.client.delete_objects(
@@ -229,7 +230,7 @@ class S3Store:
             self.client.put_bucket_lifecycle_configuration(
                 Bucket=self.bucket, LifecycleConfiguration={"Rules": [*rules, rule]})
 
-    def _lifecycle_rules(self, what: str) -> list[dict[str, Any]]:
+    def _lifecycle_rules(self, what: str) -> builtins.list[dict[str, Any]]:
         """The bucket's lifecycle rules ([] when it has none)."""
         with _boto_errors(what):
             try:

@@ -147,7 +147,7 @@ class OriginalCache:
         self._lock = threading.Lock()
 
     @contextmanager
-    def use(self, job_id: str, size: int, fetch: Callable[[Path], None]) -> Iterator[Path]:
+    def use(self, job_id: str, size: int, fetch: Callable[[Path], object]) -> Iterator[Path]:
         """The local copy of job ``job_id``'s original (``size`` bytes),
         pinned while the block runs, calling ``fetch(dest)`` to write it
         when there is none."""

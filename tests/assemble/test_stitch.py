@@ -3,8 +3,7 @@
 from collections import Counter
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from longdoc.assemble import stitch, stitched_page
 from longdoc.model import BBox, Block, BlockKind, ErrorInfo, Line, Page, PageStatus

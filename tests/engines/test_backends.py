@@ -10,8 +10,7 @@ import pytest
 
 from longdoc.engines import backends
 from longdoc.engines.model_files import ModelFileError
-from longdoc.engines.rapidocr import RapidOcrEngine
-from longdoc.engines.rapidocr import int8 as int8_model
+from longdoc.engines.rapidocr import RapidOcrEngine, int8 as int8_model
 from longdoc.errors import EngineUnavailable
 from tests.engines.pages import cer, english_page, english_strip
 
@@ -251,8 +250,7 @@ def test_a_recognizer_on_openvino_reads_each_line_as_on_onnx_runtime():
     import numpy as np
     from rapidocr.ch_ppocr_rec.typings import TextRecInput
 
-    from longdoc.engines.rapidocr import ctc
-    from longdoc.engines.rapidocr import worker as rapidocr_worker
+    from longdoc.engines.rapidocr import ctc, worker as rapidocr_worker
 
     image = np.ascontiguousarray(rapidocr_worker.calibration_image()[..., ::-1])
     crops = [np.ascontiguousarray(image[top:bottom, : 300 + 97 * i]) for i, (top, bottom)

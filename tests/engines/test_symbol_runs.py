@@ -11,8 +11,7 @@ import pypdfium2 as pdfium
 import pytest
 
 from longdoc.engines import PageImage
-from longdoc.engines.rapidocr import RapidOcrEngine
-from longdoc.engines.rapidocr import worker as rapidocr_worker
+from longdoc.engines.rapidocr import RapidOcrEngine, worker as rapidocr_worker
 from longdoc.engines.rapidocr.symbol_runs import recount_runs
 from tests.docgen.dense import scan, typeset
 from tests.docgen.manuals import contents_page

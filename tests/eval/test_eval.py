@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pypdfium2 as pdfium
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from evaluation.metrics import (
     cer,

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from longdoc.errors import InvalidPageRange
 from longdoc.ingest.pages import parse_page_range, selection_of_size

@@ -3,8 +3,7 @@
 import random
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from longdoc.layout import find_furniture, layout_page
 from longdoc.model import BBox, BlockKind, Line

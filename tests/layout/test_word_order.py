@@ -9,8 +9,7 @@ contiguous and in order, and the visual lines in page order."""
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from longdoc.model import BBox, Line, Page
 from longdoc.pipeline.layout_group import lay_out

@@ -1,8 +1,7 @@
 """Planner: every page has exactly one owner group, in order, for any N, C, O."""
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from longdoc.plan import plan_groups
 

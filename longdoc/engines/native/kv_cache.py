@@ -134,7 +134,7 @@ class SequenceKV:
 
     @property
     def pages(self) -> list[int]:
-        return [s.page for s in self.page_spans]  # type: ignore[misc]
+        return [s.page for s in self.spans if s.page is not None]
 
     # -- writing ---------------------------------------------------------------------
 

@@ -100,7 +100,8 @@ class KVWorkspaceManager:
             reservation = self.admission.admit(peak, abort)
         except JobCancelled as exc:
             raise JobCancelled("The document stopped while waiting for KV workspace.") from exc
-        return self._count(reservation)  # type: ignore[return-value]
+        self._count(reservation)
+        return reservation
 
     def release(self, reservation: Reservation) -> None:
         """Free a sequence's reservation (finished or cancelled). Idempotent."""

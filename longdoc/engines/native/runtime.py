@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from longdoc.engines.native.decoder import Decoder
+from longdoc.engines.native.decoder import Decoder, Mode
 from longdoc.engines.native.srswa import SrswaSettings
 from longdoc.engines.native.weights import BOS, EOS, PAGE
 
@@ -37,8 +37,8 @@ class NativeModel:
     lock: threading.Lock
 
     @classmethod
-    def build(cls, model: Any, tokenizer: Any, version: str, attention: str, srswa: SrswaSettings) -> NativeModel:
-        decoder = Decoder(model.model.language_model, model.lm_head, mode=attention, srswa=srswa)  # type: ignore[arg-type]
+    def build(cls, model: Any, tokenizer: Any, version: str, attention: Mode, srswa: SrswaSettings) -> NativeModel:
+        decoder = Decoder(model.model.language_model, model.lm_head, mode=attention, srswa=srswa)
         return cls(model, tokenizer, decoder, version, threading.Lock())
 
     # -- token ids (looked up once: accept() reads them for every token) -------------

@@ -92,6 +92,7 @@ class Scheduler:
         inputs = [s.next_input() for s in seqs]
         try:
             with self.model.lock:
+                # [misc]: a live sequence has been prefilled, its kv is set
                 logits = self.model.decoder.step([s.kv for s in seqs], [t for t, _ in inputs],  # type: ignore[misc]
                                                  [p for _, p in inputs], [s.focus() for s in seqs])
         except Exception as exc:  # noqa: BLE001 - the sessions report it

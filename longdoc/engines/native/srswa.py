@@ -108,7 +108,8 @@ def select(q: torch.Tensor, kv: SequenceKV, layer: int, settings: SrswaSettings,
     index = kv.block_start[best][..., None] + offsets                   # [H, take, bs]
     valid = offsets < kv.block_len[best][..., None]
     index = torch.where(valid, index, kv.block_start[best][..., None])
-    return Selection(pages=[s.page for s in pages], index=index.flatten(1), valid=valid.flatten(1))
+    return Selection(pages=[s.page for s in pages if s.page is not None],
+                     index=index.flatten(1), valid=valid.flatten(1))
 
 
 def gate_pages(q: torch.Tensor, kv: SequenceKV, layer: int, settings: SrswaSettings,

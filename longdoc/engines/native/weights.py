@@ -49,6 +49,7 @@ def _torch() -> Any:
 # -- presets ---------------------------------------------------------------------------
 
 def text_config(preset: str, layers: int | None = None, window: int = 128) -> dict[str, Any]:
+    cfg: dict[str, Any]
     if preset == "tiny":
         cfg = dict(vocab_size=300, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                    num_attention_heads=4, num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2,
@@ -147,9 +148,10 @@ def load(path: str | Path, dtype: Any, device: str) -> tuple[Any, Any, Checkpoin
 
     try:
         # mismatched shapes are reported (not raised) so that fits() names them with the rest
-        model, info = UnlimitedOcrForConditionalGeneration.from_pretrained(
+        loaded: Any = UnlimitedOcrForConditionalGeneration.from_pretrained(  # (model, loading info)
             checkpoint.path, dtype=dtype, local_files_only=True, output_loading_info=True,
             ignore_mismatched_sizes=True)
+        model, info = loaded
         tokenizer = AutoTokenizer.from_pretrained(checkpoint.path, local_files_only=True)
     except (OSError, ValueError) as exc:
         raise ModelFilesInvalid(f"The model in {checkpoint.path} could not be loaded: {exc}") from exc

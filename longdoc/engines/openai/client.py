@@ -76,7 +76,7 @@ CONTEXT_LENGTH_PHRASES = re.compile(
     r"context length|maximum model length|input_ids length .{0,80}exceeds",
     re.IGNORECASE | re.DOTALL,
 )
-_REFUSED_HINTS = {
+_REFUSED_HINTS: dict[int | None, str] = {
     401: "The model server refused the API key (401): set `inference.openai.api_key` to a key it accepts.",
     403: "The model server forbids these requests (403): check `inference.openai.api_key` and what it may use.",
     404: "The model server has no such model or path (404): check `inference.openai.model` (GET /v1/models "
@@ -217,10 +217,11 @@ def _shut(response: httpx.Response) -> None:
 
 class ModelClient:
     """Requests to one OpenAI-compatible server. Thread-safe; :meth:`close`
-    aborts the requests in flight (they raise)."""
+    aborts the requests in flight (they raise). ``requests`` is entered
+    around each request (the engine's bound on those in flight)."""
 
     def __init__(self, base_url: str, api_key: str | None, timeout_s: float, retries: int,
-                 requests: threading.BoundedSemaphore, transport: httpx.BaseTransport | None = None,
+                 requests: contextlib.AbstractContextManager[object], transport: httpx.BaseTransport | None = None,
                  busy_wait_s: float = 120.0) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.base_url = base_url.rstrip("/")
@@ -298,11 +299,12 @@ class ModelClient:
                     raise RequestFailed("cancelled", "the session was cancelled") from exc
                 kind = _kind(exc)
                 if kind == "busy":
-                    status = exc.response.status_code  # type: ignore[attr-defined]
-                    after = retry_after(exc.response.headers.get("retry-after"))  # type: ignore[attr-defined]
+                    assert isinstance(exc, httpx.HTTPStatusError), "busy is an HTTP status"
+                    status = exc.response.status_code
+                    after = retry_after(exc.response.headers.get("retry-after"))
                     pause = _busy_pause(after, len(waited), busy.left())
                     if pause is None:
-                        raise RequestFailed("busy", f"{_body_excerpt(exc.response)} after waiting "  # type: ignore[attr-defined]
+                        raise RequestFailed("busy", f"{_body_excerpt(exc.response)} after waiting "
                                             f"{waited_s:.1f}s (busy_wait_seconds {busy.seconds:g} for the group, "
                                             f"{busy.spent():.1f}s spent)") from exc
                     slept = busy.wait(pause, cancelled)
@@ -311,14 +313,15 @@ class ModelClient:
                     deadline += slept
                     continue
                 if kind == "refused":
-                    status = exc.response.status_code  # type: ignore[attr-defined]
+                    assert isinstance(exc, httpx.HTTPStatusError), "refused is an HTTP status"
+                    status = exc.response.status_code
                     if refused == 0:
                         refused += 1
                         _pause(REFUSED_RETRY_WAIT, cancelled)
                         continue
                     _log_server(self.base_url, "chat completions", status)
                     raise EngineUnavailable(
-                        f"The model server answers {_body_excerpt(exc.response)} "  # type: ignore[attr-defined]
+                        f"The model server answers {_body_excerpt(exc.response)} "
                         "to chat completions, again after a retry.", hint=_REFUSED_HINTS[status]) from exc
                 if kind in ("transient", "down") and transient < self.retries:
                     pause = min(TRANSIENT_BACKOFF_CAP, TRANSIENT_BACKOFF_FIRST * 2 ** transient)

@@ -52,8 +52,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Future, TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import closing
 from dataclasses import replace
@@ -65,8 +64,7 @@ from typing import Any
 from longdoc.config import InferenceSettings
 from longdoc.engines import backends, model_files
 from longdoc.engines.base import EngineCapabilities, PageImage, RecognizedPage
-from longdoc.engines.rapidocr import int8 as int8_model
-from longdoc.engines.rapidocr import worker as rapidocr_worker
+from longdoc.engines.rapidocr import int8 as int8_model, worker as rapidocr_worker
 from longdoc.engines.rapidocr.cascade import RECHECK_RULES, RecheckPlan
 from longdoc.engines.rapidocr.worker import DEFAULT_PARAMS, RawPage
 from longdoc.engines.results import confidence, failed_page, quad_box

@@ -115,7 +115,8 @@ def calibration_lines() -> Iterator[np.ndarray]:
     [-1, 1], shape (1, 3, 48, width)."""
     from PIL import Image, ImageDraw, ImageFont
 
-    fonts = [ImageFont.truetype(path, size) for path, sizes in FONTS if Path(path).is_file() for size in sizes]
+    fonts: list[ImageFont.FreeTypeFont | ImageFont.ImageFont] = [
+        ImageFont.truetype(path, size) for path, sizes in FONTS if Path(path).is_file() for size in sizes]
     fonts = fonts or [ImageFont.load_default(size=26)]
     rng = np.random.default_rng(0)
     for i in range(CALIBRATION_LINES):

@@ -205,8 +205,9 @@ def _cases(text: str, at: list[Blob | None]) -> str:
         if _kind(m.group()) != "code" and not CASE_FLIP.search(m.group()):
             continue
         for i in range(m.start(), m.end()):
-            if text[i] in TWINS and text[i] not in "Oo" and at[i] is not None and not _shared(text, at, i):
-                chars[i] = text[i].upper() if at[i].h >= middle else text[i].lower()
+            blob = at[i]
+            if text[i] in TWINS and text[i] not in "Oo" and blob is not None and not _shared(text, at, i):
+                chars[i] = text[i].upper() if blob.h >= middle else text[i].lower()
     return "".join(chars)
 
 

@@ -237,7 +237,7 @@ def cache_openvino_models(module: str = RAPIDOCR_OPENVINO) -> None:
     no_telemetry()
     try:
         import openvino
-        session = importlib.import_module(module)
+        session: Any = importlib.import_module(module)  # RapidOCR's OpenVINO module: its Core is replaced below
     except ImportError:
         return
     if getattr(session.Core, "longdoc_cache", False):
@@ -429,7 +429,8 @@ def _lines_by_glyph(image: np.ndarray, quads: list[list[list[float]]], texts: li
     aspects = [a for c, g, r in zip(crops, grids, ok) if g is None and r is not None
                for a in lookalikes.digit_aspects(c, r)]
     digit_aspect = statistics.median(aspects) if aspects else None
-    out, pitches = list(texts), [None] * len(texts)
+    out = list(texts)
+    pitches: list[float | None] = [None] * len(texts)
     for i, (crop, grid, reading) in enumerate(zip(crops, grids, ok)):
         text = texts[i]
         if reading is not None:

@@ -33,7 +33,9 @@ def run_migrations_online() -> None:
     if connection is not None:
         _run(connection)
         return
-    engine = create_engine(context.config.get_main_option("sqlalchemy.url"))
+    url = context.config.get_main_option("sqlalchemy.url")
+    assert url is not None, "alembic_config(url) sets sqlalchemy.url"
+    engine = create_engine(url)
     try:
         with engine.begin() as conn:
             _run(conn)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import RedirectResponse
+from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
@@ -39,7 +40,7 @@ def console_slash() -> RedirectResponse:
 
 
 class ConsoleFiles(StaticFiles):
-    async def get_response(self, path: str, scope: Scope):
+    async def get_response(self, path: str, scope: Scope) -> Response:
         response = await super().get_response(path, scope)
         response.headers.update(HEADERS)
         return response

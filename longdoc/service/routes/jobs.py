@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Annotated, Literal
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -22,7 +23,9 @@ from longdoc.service.uploads import UploadDep
 
 router = APIRouter(prefix="/v1", tags=["jobs"])
 
-ERRORS = {s: {"model": ErrorResponse} for s in (400, 401, 404, 409, 410, 413, 415, 422, 429, 503)}
+ERRORS: dict[int | str, dict[str, Any]] = {
+    s: {"model": ErrorResponse} for s in (400, 401, 404, 409, 410, 413, 415, 422, 429, 503)
+}
 #: the upload's form as OpenAPI describes it (the body is read by longdoc.service.uploads, not by FastAPI)
 UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
     "type": "object", "required": ["file"], "title": "Upload", "properties": {
@@ -53,6 +56,7 @@ def submit_job(request: Request, response: Response, key: KeyDep, jobs: JobsDep,
 
 @router.get("/jobs", response_model=JobList, responses=ERRORS)
 def list_jobs(key: KeyDep, jobs: JobsDep,
+              # the states' values, from the one enum (mypy cannot read a Literal built at import)
               state: Annotated[Literal[tuple(s.value for s in JobState)] | None, Query()] = None,  # type: ignore[valid-type]
               limit: Annotated[int, Query(ge=1, le=200)] = 50,
               cursor: Annotated[str | None, Query(max_length=200)] = None) -> JobList:
@@ -82,10 +86,11 @@ async def get_job(request: Request, key: KeyDep, jobs: JobsDep, job_id: str,
             response_class=StreamingResponse, description="Server-sent events: `progress` (job JSON) … `end`; "
             "`error` (`{\"error\": {code, …}}`) and the stream's end once its key is revoked or expires "
             "(checked every few seconds).")
-async def job_events(request: Request, key: KeyDep, jobs: JobsDep, container: ContainerDep, job_id: str):
+async def job_events(request: Request, key: KeyDep, jobs: JobsDep, container: ContainerDep,
+                     job_id: str) -> StreamingResponse:
     first = await run_in_threadpool(jobs.get, key, job_id)
 
-    async def stream():
+    async def stream() -> AsyncIterator[str]:
         seen = None
         job = first
         last_beat = last_check = time.monotonic()
@@ -127,7 +132,7 @@ def list_pages(key: KeyDep, jobs: JobsDep, job_id: str) -> PageList:
 @router.get("/jobs/{job_id}/pages/{number}", response_model=Page, responses={
     **ERRORS, 200: {"content": {"application/json": {}, "text/markdown": {}}}})
 def get_page(key: KeyDep, jobs: JobsDep, job_id: str, number: int,
-             format: Annotated[Literal["json", "md"], Query()] = "json"):
+             format: Annotated[Literal["json", "md"], Query()] = "json") -> Page | PlainTextResponse:
     """One page's result once its group is done: the document model's Page,
     or with ``format=md`` the page's Markdown."""
     if format == "md":
@@ -140,7 +145,8 @@ def get_page(key: KeyDep, jobs: JobsDep, job_id: str, number: int,
     response_class=Response)
 def get_page_image(key: KeyDep, jobs: JobsDep, job_id: str, number: int,
                    dpi: Annotated[int, Query(ge=36, le=300, description="resolution; lower when the page "
-                                                                     "would pass limits.max_render_pixels")] = 100):
+                                                                     "would pass limits.max_render_pixels")] = 100,
+                   ) -> Response:
     """Page ``number`` of the job's original, rendered on demand in the
     sandbox (for the console's page viewer), turned upright like its result
     so the result's boxes fit: a box's points times the image's width over
@@ -152,7 +158,7 @@ def get_page_image(key: KeyDep, jobs: JobsDep, job_id: str, number: int,
 @router.get("/jobs/{job_id}/result", responses={**ERRORS, 202: {"model": JobPublic}},
             response_class=StreamingResponse)
 def get_result(key: KeyDep, jobs: JobsDep, job_id: str,
-               format: Annotated[ExportFormat, Query()] = "md"):
+               format: Annotated[ExportFormat, Query()] = "md") -> Response:
     """The final result, streamed from the store, or a 307 redirect to a
     presigned URL of it when the store gives them (S3 with
     ``storage.s3.presign_seconds``). 202 while the job runs, 409 when it
@@ -168,7 +174,7 @@ def get_result(key: KeyDep, jobs: JobsDep, job_id: str,
 
 
 @router.delete("/jobs/{job_id}", status_code=204, responses={**ERRORS, 202: {"model": JobPublic}})
-def delete_job(key: KeyDep, jobs: JobsDep, job_id: str):
+def delete_job(key: KeyDep, jobs: JobsDep, job_id: str) -> Response:
     """Cancel a queued or running job (202); delete a finished one and all
     its stored data (204)."""
     job = jobs.cancel_or_delete(key, job_id)
@@ -179,7 +185,7 @@ def delete_job(key: KeyDep, jobs: JobsDep, job_id: str):
 
 @router.post("/parse", responses={**ERRORS, 202: {"model": JobPublic}}, openapi_extra=UPLOAD_BODY)
 async def parse_sync(request: Request, key: KeyDep, jobs: JobsDep, container: ContainerDep, upload: UploadDep,
-                     format: Annotated[Literal["md", "json", "txt"], Query()] = "json"):
+                     format: Annotated[Literal["md", "json", "txt"], Query()] = "json") -> Response:
     """Synchronous parse of a small input (page cap ``service.sync_max_pages``):
     the result in the body, or 202 with the job if it takes longer than
     ``service.sync_timeout_seconds`` (the job carries on)."""

@@ -27,7 +27,7 @@ def healthz() -> dict[str, str]:
 
 @router.head("/readyz", include_in_schema=False)
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
-async def readyz(container: ContainerDep):
+async def readyz(container: ContainerDep) -> JSONResponse:
     """Ready only after warm-up ran a real page through the engine, and while
     the database, the store and the engine are reachable."""
     checks = await run_in_threadpool(container.checks)

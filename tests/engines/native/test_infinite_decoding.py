@@ -6,8 +6,7 @@ import threading
 
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from longdoc.config import InferenceSettings, NativeSettings
 from longdoc.engines.native import weights
