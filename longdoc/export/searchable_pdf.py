@@ -31,7 +31,7 @@ import json
 import os
 import resource
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,7 +65,7 @@ class SearchablePdfWriter:
                               hint="Ask for the pdf format where the original is at hand (the CLI, a job).")
         self.path, self.original, self.limits = path, original, limits
         self.plan_path = path.with_name(path.name + ".layers.jsonl")
-        self._plan = open(self.plan_path, "w", encoding="utf-8")
+        self._plan = open(self.plan_path, "w", encoding="utf-8")  # noqa: SIM115  (closed by close/abort)
         self._carried: dict[int, list[list[Any]]] = {}
         self._failed: list[int] = []
         self._pages = 0
@@ -120,7 +120,7 @@ def _box(bbox: Any) -> tuple[float, float, float, float]:
 
 
 def build(original: Path, plan: Path, out: Path, limits: LimitSettings, *, pages: int,
-          failed: list[int] = ()) -> BuildReport:
+          failed: Sequence[int] = ()) -> BuildReport:
     """Write the searchable PDF of ``original`` with the text ``plan`` (of
     ``pages`` pages) to ``out`` in a child process with the sandbox's memory
     cap (:class:`~longdoc.runtime.capped.CappedChild`). Raises
@@ -165,7 +165,7 @@ class _Builder:
 
 
 def _write(original: Path, plan: Path, out: Path, limits: LimitSettings, failed: list[int]) -> BuildReport:
-    import pikepdf   # imported in the child only
+    import pikepdf  # imported in the child only
 
     from longdoc.ingest.open import open_document
 

@@ -173,7 +173,7 @@ def _pixels(reply: capped.WithFd) -> RenderedPage:
     meta = reply.value
     try:
         with mmap.mmap(reply.fd, meta["nbytes"], prot=mmap.PROT_READ) as pixels:
-            image = Image.frombytes("RGB", meta["size"], pixels)
+            image = Image.frombytes("RGB", meta["size"], pixels)  # type: ignore[arg-type]  # mmap: a buffer, copied
     finally:
         os.close(reply.fd)
     return RenderedPage(page=meta["page"], image=image, dpi=meta["dpi"], downscaled=meta["downscaled"])

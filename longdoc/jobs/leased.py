@@ -52,6 +52,7 @@ from typing import Any
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from longdoc.jobs.db import rowcount
 from longdoc.jobs.models import utcnow
 from longdoc.jobs.repo import Clock, _Repo
 
@@ -226,8 +227,8 @@ class LeasedQueue(_Repo):
 
     def _move(self, claim: Claim, values: dict[str, Any]) -> bool:
         with self._tx() as s:
-            return s.execute(update(self.table.model).where(*self._holding(claim)).values(**values)
-                             .execution_options(synchronize_session=False)).rowcount == 1
+            return rowcount(s.execute(update(self.table.model).where(*self._holding(claim)).values(**values)
+                                      .execution_options(synchronize_session=False))) == 1
 
     # -- lapsed leases ---------------------------------------------------------------
 

@@ -42,6 +42,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
 
+from longdoc.jobs.db import rowcount
 from longdoc.jobs.leased import Claim, LeasedQueue, QueueTable
 from longdoc.jobs.models import Job, JobTask, utcnow
 from longdoc.jobs.repo import Clock, _Repo
@@ -288,7 +289,7 @@ class TaskRepo(_Repo):
             result = s.execute(update(JobTask).where(JobTask.job_id == job_id, JobTask.state.in_((QUEUED, RUNNING)))
                                .values(state=FAILED, error=error, lease=None, finished_at=self._now())
                                .execution_options(synchronize_session=False))
-            return int(result.rowcount or 0)
+            return rowcount(result)
 
     def jobs_without_open_tasks(self, grace: timedelta) -> list[Job]:
         """Queued or running jobs with no queued or running task, quiet for
@@ -358,7 +359,7 @@ def _claim(lease: Lease) -> Claim:
 
 
 def _changed(s: Session, statement: Any) -> bool:
-    return s.execute(statement.execution_options(synchronize_session=False)).rowcount == 1
+    return rowcount(s.execute(statement.execution_options(synchronize_session=False))) == 1
 
 
 def _insert_ignore(s: Session, rows: list[dict[str, Any]]) -> Any:

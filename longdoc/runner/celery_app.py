@@ -37,11 +37,12 @@ from kombu import Queue
 
 from longdoc.config import Settings
 from longdoc.errors import BrokerUnavailable
-from longdoc.runner.lease import worker_id
 from longdoc.jobs.task_repo import QUEUES
+from longdoc.runner.lease import worker_id
 from longdoc.tls import redis_options
 
 if TYPE_CHECKING:
+    from longdoc.runner.runner import Runner
     from longdoc.runner.steps import TaskSteps
 
 log = logging.getLogger("longdoc.runner")
@@ -134,7 +135,7 @@ def configure_worker(settings: Settings) -> None:
     _state["settings"] = settings
 
 
-def runtime():
+def runtime() -> Runner:
     """This worker process's runtime (built on first use, after the fork)."""
     if "runtime" not in _state:
         from longdoc.runner.runner import Runner
@@ -180,7 +181,8 @@ def _start_background(**_: Any) -> None:
     # multiprocessing refuses to pickle when it starts a child: a fresh one.
     config = multiprocessing.current_process()._config  # type: ignore[attr-defined]
     config["daemon"] = False
-    config["authkey"] = multiprocessing.process.AuthenticationString(os.urandom(32))
+    authkey = multiprocessing.process.AuthenticationString  # type: ignore[attr-defined]  # not in typeshed
+    config["authkey"] = authkey(os.urandom(32))
     rt = runtime()
     q = rt.settings.queue
     if q.worker_metrics_port is not None:

@@ -57,9 +57,9 @@ from collections.abc import Callable
 from longdoc.config import Settings
 from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import JobState
-from longdoc.runner.steps import TaskSteps
 from longdoc.jobs.task_repo import QUEUES, Lease, TaskRepo
 from longdoc.runner.starts import lanes_with_room
+from longdoc.runner.steps import TaskSteps
 from longdoc.runtime.loop import Loop
 
 log = logging.getLogger("longdoc.dispatch")

@@ -7,7 +7,7 @@ through callbacks the service installs, so they are never stale.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -27,17 +27,17 @@ class _Mirror(Collector):
                  read: Callable[[], Mapping[str, float]] | Callable[[], float]):
         self.name, self.doc, self.label, self.read = name, doc, label, read
 
-    def collect(self):
+    def collect(self) -> Iterator[GaugeMetricFamily]:
         family = GaugeMetricFamily(self.name, self.doc, labels=[self.label] if self.label else None)
         try:
-            values = self.read()
+            values: Mapping[str, float] | float | None = self.read()
         except Exception:  # a scrape must not fail because the DB blinked
             values = {} if self.label else None
         if self.label is None:
             if values is not None:
-                family.add_metric([], float(values))  # type: ignore[arg-type]
+                family.add_metric([], float(values))  # type: ignore[arg-type]  # unlabelled: read gives a number
         else:
-            for key, value in sorted(values.items()):  # type: ignore[union-attr]
+            for key, value in sorted(values.items()):  # type: ignore[union-attr]  # labelled: a mapping
                 family.add_metric([key], value)
         yield family
 

@@ -40,18 +40,19 @@ nothing, so any number of reconcilers may run at once.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from datetime import datetime, timedelta
 
 from longdoc.config import Settings
 from longdoc.errors import JobCancelled, JobStopped, TooManyAttempts
-from longdoc.runner.finisher import JobFinisher
-from longdoc.runner.lease import dead_on_this_host
-from longdoc.jobs.models import JobTask
+from longdoc.jobs.models import Job, JobTask
 from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import IllegalTransition, JobState
-from longdoc.runner.steps import TaskSteps, job_timed_out
 from longdoc.jobs.task_repo import TaskRepo, queue_for
+from longdoc.runner.finisher import JobFinisher
+from longdoc.runner.lease import dead_on_this_host
+from longdoc.runner.steps import TaskSteps, job_timed_out
 
 log = logging.getLogger("longdoc.reconciler")
 
@@ -137,7 +138,7 @@ class TaskReconciler:
                 ended += self._end_stuck(job, job_timed_out(self.settings), "past its deadline")
         return ended
 
-    def _end_stuck(self, job, exc: JobStopped, why: str) -> int:
+    def _end_stuck(self, job: Job, exc: JobStopped, why: str) -> int:
         """End ``job`` as its task would have with ``exc`` (the same final
         state and error) and close its open tasks; their runs, should they
         return, find their leases gone."""
@@ -167,13 +168,11 @@ class TaskReconciler:
         self.steps.send_task(task.job_id, task.name, queue_for(job.lane, task.name))
         return 1
 
-    def _end(self, job, task: JobTask, state: JobState, error: dict | None) -> int:
+    def _end(self, job: Job, task: JobTask, state: JobState, error: dict | None) -> int:
         """End the job of a silent task (cancelled as asked, or failed: its
         workers keep dying) and close its open tasks."""
-        try:
+        with contextlib.suppress(IllegalTransition):
             self.finisher.finish(job, state, 0.0, 0, error=error)
-        except IllegalTransition:
-            pass
         self.tasks.fail_open(job.id, error or {"code": "job_cancelled"})
         log.warning("job ended with a silent task", extra={"job_id": job.id, "task": task.name,
                                                             "state": state.value})

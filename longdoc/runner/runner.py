@@ -23,23 +23,25 @@ import logging
 from datetime import timedelta
 from pathlib import Path
 
+from sqlalchemy import Engine
+
 from longdoc.config import Settings
 from longdoc.jobs import db
-from longdoc.runner.finisher import JobFinisher
-from longdoc.runner.metrics import Metrics
-from longdoc.webhooks.outbox import Outbox
 from longdoc.jobs.public import finished_payload
-from longdoc.runner.reconciler import TaskReconciler
 from longdoc.jobs.repo import JobRepo, KeyRepo
-from longdoc.runner.steps import TaskSteps
-from longdoc.runner.transport import TaskTransport
-from longdoc.runtime.loop import Loop
 from longdoc.jobs.task_repo import TaskRepo
 from longdoc.pipeline import Pipeline
 from longdoc.pipeline.host import EngineHost
+from longdoc.runner.finisher import JobFinisher
+from longdoc.runner.metrics import Metrics
+from longdoc.runner.reconciler import TaskReconciler
+from longdoc.runner.steps import TaskSteps
+from longdoc.runner.transport import TaskTransport
+from longdoc.runtime.loop import Loop
 from longdoc.storage.base import ObjectStore
 from longdoc.storage.factory import store_from_url
 from longdoc.storage.scratch import ScratchDir
+from longdoc.webhooks.outbox import Outbox
 
 log = logging.getLogger("longdoc.runner")
 
@@ -53,7 +55,7 @@ class Runner:
     whether it can lose one (:attr:`TaskTransport.redelivers`) tells the
     reconciler whether to send again a task that stayed queued too long."""
 
-    def __init__(self, settings: Settings, worker_id: str, transport: TaskTransport, *, db_engine=None,
+    def __init__(self, settings: Settings, worker_id: str, transport: TaskTransport, *, db_engine: Engine | None = None,
                  store: ObjectStore | None = None, metrics: Metrics | None = None,
                  scratch_root: str | Path | None = None) -> None:
         self.settings, self.worker_id, self.transport = settings, worker_id, transport

@@ -33,6 +33,7 @@ native abort would. One call at a time (a lock guards the pipe).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -129,10 +130,8 @@ class CappedChild:
             self._proc = self._conn = None
             if proc is None:
                 return
-            try:
+            with contextlib.suppress(OSError):
                 conn.send(None)
-            except OSError:
-                pass
             conn.close()
             _reap(proc, self.name)
 

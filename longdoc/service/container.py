@@ -14,30 +14,33 @@ pools run the tasks (:mod:`longdoc.runner.inprocess`)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import NamedTuple
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import NamedTuple
 
+from longdoc.audit.trail import AuditRepo, AuditWriter
 from longdoc.config import Settings
 from longdoc.engines import check_engine_name, load_plugins
 from longdoc.errors import LongdocError
 from longdoc.ingest.sandbox import check_helper_sockets
 from longdoc.jobs import db
-from longdoc.audit.trail import AuditRepo, AuditWriter
-from longdoc.runner.dispatch import Dispatcher
-from longdoc.runner.lease import worker_id
-from longdoc.runner.metrics import Metrics
-from longdoc.webhooks.outbox import Outbox
-from longdoc.runtime.loop import Loop
 from longdoc.jobs.repo import EXPIRY_WARNING, JobRepo, KeyRepo
 from longdoc.jobs.states import JobState
 from longdoc.jobs.task_repo import QueueFigures, TaskRepo
 from longdoc.pipeline import ParseOptions
+from longdoc.runner.dispatch import Dispatcher
+from longdoc.runner.inprocess import InProcessTransport
+from longdoc.runner.lease import worker_id
+from longdoc.runner.metrics import Metrics
+from longdoc.runner.runner import Runner, announce
+from longdoc.runner.transport import TaskTransport
+from longdoc.runtime.loop import Loop
 from longdoc.service.auth import Authenticator, rate_limit_storage_url
 from longdoc.service.engine_metrics import install_engine_metrics
 from longdoc.service.jobs_service import JobService
@@ -45,9 +48,7 @@ from longdoc.service.page_images import PageImages
 from longdoc.storage import keys
 from longdoc.storage.factory import store_from_url
 from longdoc.storage.scratch import ScratchDir
-from longdoc.runner.inprocess import InProcessTransport
-from longdoc.runner.transport import TaskTransport
-from longdoc.runner.runner import Runner, announce
+from longdoc.webhooks.outbox import Outbox
 
 log = logging.getLogger("longdoc.service")
 
@@ -292,10 +293,13 @@ class Container:
              "per queue, among tasks on record"),
             ("longdoc_tasks_failed", "failed", "Tasks that failed per queue, among tasks on record"),
         ):
-            m.mirror(name, doc, "queue",
-                     lambda attr=attr: {q: float(getattr(f, attr)) for q, f in self._task_figures().items()})
+            m.mirror(name, doc, "queue", functools.partial(self._figure_per_queue, attr))
         m.mirror("longdoc_worker_tasks_running", "Tasks running per worker process", "worker",
                  lambda: {w: float(n) for w, n in self.tasks.running_by_worker().items()})
+
+    def _figure_per_queue(self, attr: str) -> dict[str, float]:
+        """Figure ``attr`` of :class:`QueueFigures`, per queue."""
+        return {q: float(getattr(f, attr)) for q, f in self._task_figures().items()}
 
     def _task_figures(self) -> dict[str, QueueFigures]:
         """The task records' figures, read once per scrape (five gauges use them)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from pydantic import ValidationError
 
 from longdoc.config import InferenceSettings
