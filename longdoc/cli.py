@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, Optional, get_args
+from typing import Annotated, get_args
 
 import typer
 
@@ -30,7 +30,7 @@ app.command()(cli_service.serve)
 app.command()(cli_service.submit)
 app.command()(cli_service.worker)
 
-ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="YAML config file (DESIGN §6 shape).")]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML config file (DESIGN §6 shape).")]
 log = logging.getLogger("longdoc.cli")
 
 
@@ -61,19 +61,19 @@ def parse(
     out: Annotated[Path, typer.Option("-o", "--out", help="Output folder.")] = Path("out"),
     format: Annotated[str, typer.Option("--format", help="Comma-separated: " + ", ".join(
         f"{f} ({LABELS[f]})" for f in FORMATS) + ".")] = ",".join(DEFAULT_FORMATS),
-    pages: Annotated[Optional[str], typer.Option("--pages", help="1-based pages, e.g. 1-20,35.")] = None,
-    ocr: Annotated[Optional[str], typer.Option("--ocr", help="auto | force | off")] = None,
-    dpi: Annotated[Optional[int], typer.Option("--dpi", help="Render DPI for OCR.")] = None,
-    engine: Annotated[Optional[str], typer.Option("--engine", help="OCR engine (rapidocr, tesseract, openai, native).")] = None,
-    chunk_size: Annotated[Optional[int], typer.Option("--chunk-size", help="Pages per group (page_chunk_size).")] = None,
-    overlap: Annotated[Optional[int], typer.Option("--overlap", help="Pages shared by consecutive groups.")] = None,
-    workers: Annotated[Optional[int], typer.Option("--workers", help="Parallel OCR workers (0 = one per core).")] = None,
-    profile: Annotated[Optional[str], typer.Option(
+    pages: Annotated[str | None, typer.Option("--pages", help="1-based pages, e.g. 1-20,35.")] = None,
+    ocr: Annotated[str | None, typer.Option("--ocr", help="auto | force | off")] = None,
+    dpi: Annotated[int | None, typer.Option("--dpi", help="Render DPI for OCR.")] = None,
+    engine: Annotated[str | None, typer.Option("--engine", help="OCR engine (rapidocr, tesseract, openai, native).")] = None,
+    chunk_size: Annotated[int | None, typer.Option("--chunk-size", help="Pages per group (page_chunk_size).")] = None,
+    overlap: Annotated[int | None, typer.Option("--overlap", help="Pages shared by consecutive groups.")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="Parallel OCR workers (0 = one per core).")] = None,
+    profile: Annotated[str | None, typer.Option(
         "--profile", help="fast | balanced | accurate: what the engine spends on each page (inference.profile; "
         "docs/profiles.md).")] = None,
-    regions: Annotated[Optional[bool], typer.Option(
+    regions: Annotated[bool | None, typer.Option(
         "--regions/--no-regions", help="Layout and table models: tables with cells, figures, captions, furniture.")] = None,
-    furniture: Annotated[Optional[str], typer.Option(
+    furniture: Annotated[str | None, typer.Option(
         "--furniture", help="keep | drop: running headers, footers and page numbers in md, txt and chunks "
         "(export.furniture; the JSON always has them).")] = None,
     config: ConfigOpt = None,
@@ -153,9 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo("interrupted; rerun the same command to resume", err=True)
         return 130
     except typer.TyperException as exc:  # usage errors (typer 0.29 parses with its own copy of click)
-        if not callable(getattr(exc, "show", None)):
+        show = getattr(exc, "show", None)
+        if not callable(show):
             raise
-        exc.show()
+        show()
         return EXIT_USAGE
     return rc if isinstance(rc, int) else 0
 

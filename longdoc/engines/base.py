@@ -163,10 +163,13 @@ class Engine(Protocol):
     """
 
     name: str
-    version: str
     capabilities: EngineCapabilities
     #: the budget ``kv_cache_watermark`` applies to, in ``capabilities.cost_unit``
     workspace_budget: int
+
+    @property
+    def version(self) -> str:
+        """What made a page, with the name (read-only: some engines know it once loaded)."""
 
     def load(self) -> None:
         """Load models / start workers / check the server. Idempotent.

@@ -27,11 +27,11 @@ from longdoc import __version__
 from longdoc.assemble import stitch
 from longdoc.config import Settings
 from longdoc.engines.base import Engine
+from longdoc.errors import OutputError, StorageError
 from longdoc.export import ExportContext, open_exports
 from longdoc.ingest import parse_page_range
 from longdoc.ingest.sandbox import check_helper_sockets, open_sandboxed
 from longdoc.ingest.source import DocumentSource
-from longdoc.errors import OutputError, StorageError
 from longdoc.model import DocumentStatus, ErrorInfo, PageStatus, SourceInfo
 from longdoc.pipeline.checkpoint import Checkpoint
 from longdoc.pipeline.document import DocumentRun

@@ -6,6 +6,7 @@ fleet and in the embedded server (:mod:`longdoc.runner.steps` calls them).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -13,19 +14,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import psutil
 
 from longdoc.config import Settings
 from longdoc.errors import JobCancelled, LongdocError
 from longdoc.export import DEFAULT_FORMATS
-from longdoc.runner.metrics import Metrics
 from longdoc.jobs.models import Job
 from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import JobState
 from longdoc.model import DocumentStatus, Page
 from longdoc.pipeline import ParseOptions, ParseResult, Pipeline
+from longdoc.runner.metrics import Metrics
 from longdoc.storage import keys
 from longdoc.storage.base import ObjectStore
 
@@ -202,14 +203,12 @@ def _tree_rss() -> int:
         proc = psutil.Process()
         total = proc.memory_info().rss
         for child in proc.children(recursive=True):
-            try:
+            with contextlib.suppress(psutil.Error):
                 total += child.memory_info().rss
-            except psutil.Error:
-                pass
         _rss_last = (time.monotonic(), total)
         return total
 
 
-def _copy(src, dst, chunk: int = 1 << 20) -> None:
+def _copy(src: BinaryIO, dst: BinaryIO, chunk: int = 1 << 20) -> None:
     while block := src.read(chunk):
         dst.write(block)

@@ -42,6 +42,7 @@ cancel, a timeout) end the job as one process would.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -62,10 +63,7 @@ from longdoc.errors import (
     StorageError,
 )
 from longdoc.ingest import parse_page_range
-from longdoc.runner import starts
-from longdoc.runner.starts import lanes_with_room
-from longdoc.runner.finisher import JobFinisher, JobProgress, PeakRss, fetch_original, job_options
-from longdoc.runner.lease import Heartbeat
+from longdoc.ingest.prepared import PreparedSource, prepare_group
 from longdoc.jobs.models import Job
 from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import IllegalTransition, JobState
@@ -80,18 +78,20 @@ from longdoc.jobs.task_repo import (
     TaskKind,
     TaskRepo,
     first_task,
-    group_index,
     group_task,
     queue_for,
     render_task,
     task_kind,
 )
-from longdoc.ingest.prepared import PreparedSource, prepare_group
 from longdoc.model import Page
-from longdoc.pipeline import Pipeline
+from longdoc.pipeline import ParseOptions, ParseResult, Pipeline
 from longdoc.pipeline.recognize import renders_wanted
 from longdoc.pipeline.run import TEXT_LAYER_VERSION, OpenDocument
 from longdoc.plan import plan_groups
+from longdoc.runner import starts
+from longdoc.runner.finisher import JobFinisher, JobProgress, PeakRss, fetch_original, job_options
+from longdoc.runner.lease import Heartbeat
+from longdoc.runner.starts import lanes_with_room
 from longdoc.storage import keys
 from longdoc.storage.base import ObjectStore
 from longdoc.storage.checkpoint import StoreCheckpoint
@@ -287,7 +287,7 @@ class TaskSteps:
             held(True)
             self._finish_parsed(job, options, result, rss)
 
-    def _finish_parsed(self, job: Job, options, result, rss: PeakRss) -> None:
+    def _finish_parsed(self, job: Job, options: ParseOptions, result: ParseResult, rss: PeakRss) -> None:
         try:
             self.finisher.parsed(job, options, result, self.pipeline, _seconds_since(job.started_at), rss.peak)
         except IllegalTransition:  # ended twice (a redelivered message): the first one ended it
@@ -469,18 +469,14 @@ class TaskSteps:
                                                    "error": type(exc).__name__}, exc_info=exc)
         fresh = self.repo.get_any(job.id) or job
         if fresh.state == JobState.RUNNING.value:
-            try:
+            with contextlib.suppress(IllegalTransition):
                 self.finisher.stopped(fresh, exc, _seconds_since(fresh.started_at), rss.peak if rss else 0)
-            except IllegalTransition:
-                pass
         error = exc.to_dict() if hasattr(exc, "to_dict") else {"code": "internal_error"}
         self.tasks.finish(lease, failed=not isinstance(exc, JobCancelled), error=error)
         self.tasks.fail_open(job.id, error)
         self.originals.forget(job.id)
-        try:
+        with contextlib.suppress(LongdocError):  # retention removes it with the job
             self.store.delete_prefix(keys.work_prefix(job.tenant, job.id))
-        except LongdocError:
-            pass  # retention removes it with the job
         return "failed"
 
 

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from longdoc.assemble import stitched_page
 from longdoc.config import Settings
+from longdoc.engines.registry import check_offered
 from longdoc.errors import (
     InvalidOption,
     JobExpired,
@@ -28,25 +29,24 @@ from longdoc.errors import (
     ShuttingDown,
     TooManyPages,
 )
-from longdoc.engines.registry import check_offered
 from longdoc.export import MEDIA_TYPES
 from longdoc.export.markdown import page_markdown
 from longdoc.ingest import parse_page_range
 from longdoc.ingest.pages import selection_of_size
 from longdoc.ingest.sandbox import open_sandboxed
-from longdoc.runner.dispatch import Dispatcher
 from longdoc.jobs.models import ApiKey, Job, JobPage
 from longdoc.jobs.repo import JobRepo, hash_options
 from longdoc.jobs.states import JobState
-from longdoc.webhooks.delivery import check_target
 from longdoc.model import Page, PageFlag, needs_review
 from longdoc.pipeline import ParseOptions
+from longdoc.runner.dispatch import Dispatcher
 from longdoc.service.page_images import PageImages
 from longdoc.service.schemas import JobOptions, JobPublic, PageList, PageSummary, job_public
 from longdoc.storage import keys
 from longdoc.storage.base import ObjectStore
 from longdoc.storage.checkpoint import StoreCheckpoint
 from longdoc.storage.scratch import Received, ScratchDir
+from longdoc.webhooks.delivery import check_target
 
 log = logging.getLogger("longdoc.service")
 

@@ -22,7 +22,7 @@ class JobOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     formats: list[ExportFormat] = Field(
-        default_factory=lambda: list(DEFAULT_FORMATS), min_length=1)
+        default_factory=lambda: list(DEFAULT_FORMATS), min_length=1)  # type: ignore[arg-type]  # ExportFormats
     pages: str | None = Field(default=None, max_length=1000, description="1-based pages, e.g. 1-20,35")
     ocr: OcrMode | None = None
     engine: str | None = Field(default=None, max_length=64)

@@ -37,7 +37,6 @@ from longdoc.config import InferenceSettings
 from longdoc.engines.base import EngineCapabilities, GroupPlan, PageGroup, PageImage
 from longdoc.engines.fallback import Fallback
 from longdoc.engines.native.kv_manager import KvFigures, KVWorkspaceManager, capacity_for
-from longdoc.plan.admission import Reservation
 from longdoc.engines.native.ngram import NGramGuard
 from longdoc.engines.native.runtime import NativeModel
 from longdoc.engines.native.scheduler import Scheduler
@@ -46,6 +45,7 @@ from longdoc.engines.native.srswa import SrswaSettings
 from longdoc.engines.parsers import grounded_blocks
 from longdoc.errors import EngineFailed, EngineUnavailable, JobCancelled
 from longdoc.model import FALLBACK_PRODUCER, ErrorInfo, Page, PageFlag, PageStatus
+from longdoc.plan.admission import Reservation
 
 log = logging.getLogger(__name__)
 

@@ -68,8 +68,8 @@ from longdoc.engines.base import (
 from longdoc.engines.fallback import Fallback
 from longdoc.engines.openai.checks import Incomplete, check_answer, check_pages
 from longdoc.engines.openai.client import Answer, BusyBudget, ModelClient, RequestFailed, ServerFacts
-from longdoc.engines.parsers import split_pages
 from longdoc.engines.openai.profiles import PROMPT_TOKENS, SGLANG_NGRAM_PROCESSOR, get_profile
+from longdoc.engines.parsers import split_pages
 from longdoc.errors import EngineFailed, EngineUnavailable, JobCancelled
 from longdoc.model import FALLBACK_PRODUCER, ErrorInfo, Page, PageFlag, PageStatus
 
