@@ -179,7 +179,7 @@ def _start_background(**_: Any) -> None:
     # OCR pool), which it stops itself.
     # Billiard also leaves its own authkey type in the process config, which
     # multiprocessing refuses to pickle when it starts a child: a fresh one.
-    config = multiprocessing.current_process()._config  # type: ignore[attr-defined]
+    config = multiprocessing.current_process()._config  # type: ignore[attr-defined]  # billiard's process config
     config["daemon"] = False
     authkey = multiprocessing.process.AuthenticationString  # type: ignore[attr-defined]  # not in typeshed
     config["authkey"] = authkey(os.urandom(32))

@@ -59,7 +59,7 @@ from dataclasses import replace
 from functools import cached_property
 from importlib.metadata import PackageNotFoundError, version
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from longdoc.config import InferenceSettings
 from longdoc.engines import backends, model_files
@@ -179,8 +179,8 @@ class RapidOcrEngine:
         self.recheck_below = recheck_below
         self.recheck_rules = recheck
         self.glyph_checks = glyph_checks
-        self._rec_model: str | None | bool = False  # False: not looked for yet
-        self._tiny: tuple[str, str] | None | bool = False  # False: not looked for yet
+        self._rec_model: str | None | Literal[False] = False  # False: not looked for yet
+        self._tiny: tuple[str, str] | None | Literal[False] = False  # False: not looked for yet
         self._extra_params = dict(params or {})
         self._runtimes: tuple[dict[str, backends.Backend], str] | None = None
         self._recognizer: str | None = None
@@ -250,7 +250,7 @@ class RapidOcrEngine:
                         log.warning("int8 recognizer unavailable; using the float model",
                                     extra={"error": f"{type(exc).__name__}: {exc}"})
                 self._rec_model = rec_model
-            return self._rec_model  # type: ignore[return-value]
+            return self._rec_model
 
     @property
     def tiny_model(self) -> tuple[str, str] | None:
@@ -267,7 +267,7 @@ class RapidOcrEngine:
                         log.warning("tiny recognizer unavailable (run scripts/setup.sh); reading with the small "
                                     "model alone", extra={"error": str(exc)})
                 self._tiny = tiny
-            return self._tiny  # type: ignore[return-value]
+            return self._tiny
 
     @property
     def recognizer(self) -> str:
@@ -299,7 +299,7 @@ class RapidOcrEngine:
         when reading with ``recognizer`` (default: the one settled on)."""
         small = (self.rec_model, None)
         first = self.tiny_model if (recognizer or self.recognizer) in ("tiny", "cascade") else small
-        return {"det": (None, None), "rec": first, "recheck": small}  # type: ignore[dict-item]
+        return {"det": (None, None), "rec": first, "recheck": small}  # type: ignore[dict-item]  # tiny: found
 
     def _role_params(self, role: str, runtime: backends.Backend, recognizer: str | None = None) -> dict[str, Any]:
         model, keys = self._models(recognizer)[role]
