@@ -10,13 +10,13 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, get_args
+from typing import Annotated
 
 import typer
 
 from longdoc import __version__, cli_service
 from longdoc.cli_progress import make_progress
-from longdoc.config import FurnitureMode, OcrMode, Profile, dump_settings, load_settings
+from longdoc.config import dump_settings, load_settings
 from longdoc.errors import EXIT_PARTIAL, EXIT_USAGE, InvalidOption, LongdocError
 from longdoc.export.formats import DEFAULT_FORMATS, FORMATS, LABELS
 from longdoc.model import DocumentStatus
@@ -82,13 +82,15 @@ def parse(
     """Parse FILE… into OUT/<stem>.md, .json and .txt (and with --format:
     .pdf, .chunks.jsonl, .docling.json). Rerunning into the same folder
     resumes from the last finished page group."""
-    if ocr is not None and ocr not in get_args(OcrMode):
-        raise InvalidOption(f"--ocr must be auto, force or off, not {ocr!r}.")
-    if profile is not None and profile not in get_args(Profile):
-        raise InvalidOption(f"--profile must be fast, balanced or accurate, not {profile!r}.")
-    if furniture is not None and furniture not in get_args(FurnitureMode):
-        raise InvalidOption(f"--furniture must be keep or drop, not {furniture!r}.")
     from longdoc.pipeline import EngineHost, ParseOptions, Pipeline  # here: service commands start without it
+    from longdoc.pipeline.options import check_option
+
+    flags = {"--pages": ("pages", pages), "--ocr": ("ocr", ocr), "--dpi": ("dpi", dpi), "--engine": ("engine", engine),
+             "--chunk-size": ("page_chunk_size", chunk_size), "--overlap": ("chunk_overlap", overlap),
+             "--profile": ("profile", profile), "--furniture": ("furniture", furniture)}
+    for flag, (name, value) in flags.items():
+        if value is not None:
+            check_option(name, value, flag)  # each by itself, as ParseOptions allows; together: the settings' check
 
     settings = load_settings(config, overrides={"inference": {
         "ocr": ocr, "dpi": dpi, "engine": engine, "page_chunk_size": chunk_size,

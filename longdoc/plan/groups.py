@@ -17,6 +17,11 @@ results from the boundary cache instead of recognizing them again.
 
 Indexes here are 0-based positions in the *selected* page list; the
 pipeline maps them to 1-based page numbers.
+
+A document's :class:`DocumentPlan` (C, O and the render DPI) is fixed when
+it is accepted (a job stores it with its options) and is the one place
+groups are made from; the engine is handed it with each session, so a
+worker configured with another C reads the document as it was planned.
 """
 
 from __future__ import annotations
@@ -73,3 +78,24 @@ def plan_groups(num_pages: int, page_chunk_size: int, chunk_overlap: int) -> lis
         owned_start = end
         g += 1
     return groups
+
+
+@dataclass(frozen=True)
+class DocumentPlan:
+    """How one document is cut and rendered: ``page_chunk_size`` C pages
+    per group, ``chunk_overlap`` O pages shared by consecutive groups,
+    pages rendered at ``dpi``. Raises ValueError on C < 1, O outside
+    [0, C) or a DPI below 1."""
+
+    page_chunk_size: int
+    chunk_overlap: int
+    dpi: int
+
+    def __post_init__(self) -> None:
+        plan_groups(0, self.page_chunk_size, self.chunk_overlap)  # its checks, no groups
+        if self.dpi < 1:
+            raise ValueError(f"dpi must be >= 1, got {self.dpi}")
+
+    def groups(self, num_pages: int) -> list[Group]:
+        """The groups of a document of ``num_pages`` selected pages (see the module docstring)."""
+        return plan_groups(num_pages, self.page_chunk_size, self.chunk_overlap)

@@ -20,7 +20,6 @@ import psutil
 
 from longdoc.config import Settings
 from longdoc.errors import JobCancelled, LongdocError
-from longdoc.export import DEFAULT_FORMATS
 from longdoc.jobs.models import Job
 from longdoc.jobs.repo import JobRepo
 from longdoc.jobs.states import JobState
@@ -90,8 +89,8 @@ def _page_row(page: Page) -> dict:
 
 
 def job_options(job: Job) -> ParseOptions:
-    """The pipeline options a job was accepted with."""
-    return ParseOptions(**{**job.options, "formats": tuple(job.options.get("formats", DEFAULT_FORMATS))})
+    """The pipeline options a job was accepted with (its plan among them)."""
+    return ParseOptions.stored(job.options)
 
 
 def fetch_original(store: ObjectStore, job: Job, dest: Path) -> Path:

@@ -87,7 +87,6 @@ from longdoc.model import Page
 from longdoc.pipeline import ParseOptions, ParseResult, Pipeline
 from longdoc.pipeline.recognize import renders_wanted
 from longdoc.pipeline.run import TEXT_LAYER_VERSION, OpenDocument
-from longdoc.plan import plan_groups
 from longdoc.runner import starts
 from longdoc.runner.finisher import JobFinisher, JobProgress, PeakRss, fetch_original, job_options
 from longdoc.runner.lease import Heartbeat
@@ -332,7 +331,7 @@ class TaskSteps:
                 self.pipeline.run_groups(doc, options, checkpoint, progress, control, job.tenant, only={index})
             return
         numbers = parse_page_range(options.pages, source.page_count)
-        doc = OpenDocument(source, numbers, plan_groups(len(numbers), options.page_chunk_size, options.chunk_overlap))
+        doc = OpenDocument(source, numbers, options.plan.groups(len(numbers)))
         self.pipeline.run_groups(doc, options, checkpoint, progress, control, job.tenant, only={index})
         self.store.delete_prefix(prefix)
 
@@ -383,7 +382,7 @@ class TaskSteps:
 
     def _next_tasks(self, job: Job, rows: dict[str, str]) -> list[str]:
         options = job_options(job)
-        groups = plan_groups(job.pages_total or 0, options.page_chunk_size, options.chunk_overlap)
+        groups = options.plan.groups(job.pages_total or 0)
         names = [group_task(g.index) for g in groups]
         if all(rows.get(n) == DONE for n in names):
             return [ASSEMBLE]

@@ -39,6 +39,7 @@ from longdoc.jobs.repo import JobRepo, hash_options
 from longdoc.jobs.states import JobState
 from longdoc.model import Page, PageFlag, needs_review
 from longdoc.pipeline import ParseOptions
+from longdoc.pipeline.options import problems
 from longdoc.runner.dispatch import Dispatcher
 from longdoc.service.page_images import PageImages
 from longdoc.service.schemas import JobOptions, JobPublic, PageList, PageSummary, job_public
@@ -100,9 +101,7 @@ class JobService:
         and ``limits.tenant_storage_mb`` are exact bounds, and concurrent
         identical uploads make one job."""
         options = parse_options(options_json)
-        if ensure_format is not None and ensure_format not in options.formats:
-            options.formats.append(ensure_format)  # type: ignore[arg-type]
-        parse_opts = self._parse_options(options)
+        parse_opts = self._parse_options(options, ensure_format)
         check_offered(parse_opts.engine, self.offered_engines)
         if options.callback_url:
             check_target(options.callback_url, allow_private=self.settings.service.allow_private_callbacks)
@@ -183,12 +182,13 @@ class JobService:
                 used_mb=round(used / 2**20, 1), upload_mb=round(upload_bytes / 2**20, 1), quota_mb=quota_mb,
             )
 
-    def _parse_options(self, options: JobOptions) -> ParseOptions:
-        return ParseOptions.from_settings(
-            self.settings, pages=options.pages, ocr=options.ocr, engine=options.engine,
-            dpi=options.dpi, regions=options.regions, profile=options.profile, formats=tuple(dict.fromkeys(options.formats)),
-            furniture=options.furniture,
-        )
+    def _parse_options(self, options: JobOptions, ensure_format: str | None = None) -> ParseOptions:
+        """The job's options: what the request set, the settings the rest
+        (the page groups always); ``ensure_format`` added to its formats.
+        Raises InvalidOption."""
+        asked = options.model_dump(exclude={"priority", "callback_url"}, exclude_none=True)
+        formats = (*options.formats, ensure_format) if ensure_format is not None else options.formats
+        return ParseOptions.from_settings(self.settings, **{**asked, "formats": tuple(dict.fromkeys(formats))})
 
     # -- read ----------------------------------------------------------------
 
@@ -325,8 +325,7 @@ def parse_options(options_json: str | None) -> JobOptions:
     try:
         return JobOptions.model_validate_json(options_json)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}" for e in exc.errors())
-        raise InvalidOption(f"Invalid options: {problems}", hint="`options` is a JSON object; see /docs.") from exc
+        raise InvalidOption(f"Invalid options: {problems(exc)}", hint="`options` is a JSON object; see /docs.") from exc
 
 
 #: the longest stored file name, in UTF-8 bytes (what file systems allow)

@@ -12,30 +12,31 @@ from longdoc.export.formats import DEFAULT_FORMATS, ExportFormat
 from longdoc.jobs.public import JobLinks, JobPublic, job_public
 from longdoc.jobs.repo import KeyState
 from longdoc.model import PageFlag
+from longdoc.pipeline.options import option_field
 
 __all__ = ["JobLinks", "JobPublic", "job_public"]  # the job's public view lives with the jobs (webhooks send it)
 
 
 class JobOptions(BaseModel):
-    """The ``options`` JSON field of a submit."""
+    """The ``options`` JSON field of a submit: the options of
+    :class:`~longdoc.pipeline.options.ParseOptions` a request may set
+    (their bounds, choices and descriptions are taken from there; null: the
+    service's setting), and what only a request has (``priority``,
+    ``callback_url``). A job's page groups (``page_chunk_size``,
+    ``chunk_overlap``) are the service's: they are not a request's."""
 
     model_config = ConfigDict(extra="forbid")
 
-    formats: list[ExportFormat] = Field(
-        default_factory=lambda: list(DEFAULT_FORMATS), min_length=1)  # type: ignore[arg-type]  # ExportFormats
-    pages: str | None = Field(default=None, max_length=1000, description="1-based pages, e.g. 1-20,35")
-    ocr: OcrMode | None = None
-    engine: str | None = Field(default=None, max_length=64)
-    dpi: int | None = Field(default=None, ge=50, le=600)
-    profile: Profile | None = Field(default=None, description="fast, balanced or accurate: what the engine "
-                                    "spends on each page (docs/profiles.md); default inference.profile")
-    regions: bool | None = Field(default=None, description="layout and table models (tables with cells, "
-                                 "figures, captions, furniture); default inference.regions")
-    furniture: FurnitureMode | None = Field(default=None, description="running headers, footers and "
-                                                      "page numbers in md, txt and chunks: keep or drop (the "
-                                                      "JSON always has them); default export.furniture")
-    priority: int = Field(default=0, ge=0, le=9)
-    callback_url: str | None = Field(default=None, max_length=2048)
+    formats: tuple[ExportFormat, ...] = option_field("formats", default=DEFAULT_FORMATS)
+    pages: str | None = option_field("pages")
+    ocr: OcrMode | None = option_field("ocr", unset="inference.ocr")
+    engine: str | None = option_field("engine", unset="inference.engine")
+    dpi: int | None = option_field("dpi", unset="inference.dpi")
+    profile: Profile | None = option_field("profile", unset="inference.profile")
+    regions: bool | None = option_field("regions", unset="inference.regions")
+    furniture: FurnitureMode | None = option_field("furniture", unset="export.furniture")
+    priority: int = Field(default=0, ge=0, le=9, description="0-9: a higher priority runs first")
+    callback_url: str | None = Field(default=None, max_length=2048, description="the job.finished webhook's URL")
 
 
 class ErrorBody(BaseModel):
@@ -161,3 +162,6 @@ class Meta(BaseModel):
     result_states: list[str] = Field(description="states whose exports can be downloaded")
     block_kinds: list[str]
     engines: list[str]
+    options: dict[str, Any] = Field(description="the JSON schema of a job's `options` (JobOptions): each "
+                                    "option's type, choices (enum), bounds (minimum, maximum, maxLength), default "
+                                    "and description; the console builds its form from it")

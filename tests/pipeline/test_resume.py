@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import subprocess
@@ -64,7 +63,7 @@ def test_other_options_do_not_reuse_old_results(tmp_path, scan, ocr_pipeline):
     pipeline, _ = _pipeline(ocr_pipeline)
     pipeline.parse(scan.pdf_path, tmp_path / "out", OPTS)
     pipeline, again = _pipeline(ocr_pipeline)
-    result = pipeline.parse(scan.pdf_path, tmp_path / "out", dataclasses.replace(OPTS, dpi=150))
+    result = pipeline.parse(scan.pdf_path, tmp_path / "out", OPTS.model_copy(update={"dpi": 150}))
     assert again.seen == [1, 2, 3, 4] and result.resumed_pages == 0
 
 

@@ -19,6 +19,7 @@ let DEFAULT_FORMATS = new Set();
 let FORMAT_LABELS = {};   // what each format is called on a button
 let FILE_NAMES = {};      // the file name suffix it is saved under (as the CLI names them)
 let KINDS = [];
+let OPTIONS = {};         // each job option's JSON schema (type, choices, bounds, description)
 
 async function loadMeta() {
   const meta = await getJSON("/v1/meta");
@@ -30,7 +31,21 @@ async function loadMeta() {
   FORMAT_LABELS = Object.fromEntries(meta.formats.map((f) => [f.name, f.label]));
   FILE_NAMES = Object.fromEntries(meta.formats.map((f) => [f.name, f.file_suffix]));
   KINDS = meta.block_kinds;
+  OPTIONS = meta.options.properties;
 }
+
+// a job option's schema without its null branch (null: the server's setting)
+function option(name) {
+  const schema = OPTIONS[name] || {};
+  return { ...schema, ...((schema.anyOf || []).find((s) => s.type !== "null") || {}) };
+}
+
+// a select of the option's choices; "server default" first, which sends nothing
+function choices(id, name) {
+  const values = [["", "server default"], ...(option(name).enum || []).map((v) => [v, v])];
+  return h("select", { id }, values.map(([v, l]) => h("option", { value: v }, l)));
+}
+
 const VIEW_DPI = 110;
 const PAGES_EVERY_MS = 2000;
 
@@ -195,25 +210,24 @@ function jobRow(job) {
 function uploadCard(onAccepted) {
   const files = h("input", { type: "file", id: "upload-files", multiple: true,
     accept: ".pdf,.png,.jpg,.jpeg,.tif,.tiff,.bmp,.webp,application/pdf,image/*" });
-  const pages = h("input", { id: "opt-pages", placeholder: "all (e.g. 1-20,35)", size: 18 });
-  const ocr = h("select", { id: "opt-ocr" }, ["auto", "force", "off"].map((o) => h("option", { value: o }, o)));
-  // running headers, footers and page numbers in md, txt and chunks; "server default" sends nothing (export.furniture)
-  const furniture = h("select", { id: "opt-furniture" },
-    [["", "server default"], ["keep", "keep"], ["drop", "drop"]].map(([v, l]) => h("option", { value: v }, l)));
-  // what the engine spends on each page; "server default" sends nothing (inference.profile)
-  const profile = h("select", { id: "opt-profile" },
-    [["", "server default"], ["fast", "fast"], ["balanced", "balanced"], ["accurate", "accurate"]]
-      .map(([v, l]) => h("option", { value: v }, l)));
-  const priority = h("input", { id: "opt-priority", type: "number", min: 0, max: 9, value: 0, size: 3 });
+  // choices, bounds and what each option means come from GET /v1/meta (the options' schema)
+  const pages = h("input", { id: "opt-pages", placeholder: "all (e.g. 1-20,35)", size: 18,
+    maxLength: option("pages").maxLength });
+  const ocr = choices("opt-ocr", "ocr");
+  const furniture = choices("opt-furniture", "furniture");
+  const profile = choices("opt-profile", "profile");
+  const priority = h("input", { id: "opt-priority", type: "number", min: option("priority").minimum,
+    max: option("priority").maximum, value: option("priority").default, size: 3 });
   const formats = FORMATS.map((f) => h("input", { type: "checkbox", id: `opt-format-${f}`, value: f,
     checked: DEFAULT_FORMATS.has(f) }));
   const list = h("ul", { id: "uploads", class: "uploads" });
   const drop = h("div", { class: "drop", id: "drop" }, "Drop PDFs or images here, or ", files);
 
   function options() {
-    const o = { formats: formats.filter((c) => c.checked).map((c) => c.value), ocr: ocr.value,
+    const o = { formats: formats.filter((c) => c.checked).map((c) => c.value),
       priority: Number(priority.value || 0) };
     if (pages.value.trim()) o.pages = pages.value.trim();
+    if (ocr.value) o.ocr = ocr.value;
     if (furniture.value) o.furniture = furniture.value;
     if (profile.value) o.profile = profile.value;
     return o;
@@ -247,15 +261,13 @@ function uploadCard(onAccepted) {
 
   return h("section", { class: "card" }, h("h2", {}, "Upload"), drop,
     h("div", { class: "options" },
-      h("label", {}, "Pages ", pages),
-      h("label", {}, "OCR ", ocr),
-      h("label", { title: "fast: tiny recognizer alone, no layout models; balanced: codes and numbers read again "
-        + "by the small model; accurate: the small model on every line" }, "Profile ", profile),
-      h("label", { title: "running headers, footers and page numbers in md, txt and chunks" }, "Headers/footers ",
-        furniture),
+      h("label", { title: option("pages").description }, "Pages ", pages),
+      h("label", { title: option("ocr").description }, "OCR ", ocr),
+      h("label", { title: option("profile").description }, "Profile ", profile),
+      h("label", { title: option("furniture").description }, "Headers/footers ", furniture),
       h("span", {}, "Formats ", formats.map((c) => h("label", { class: "inline", title: FORMAT_LABELS[c.value] },
         c, ` ${c.value}`))),
-      h("label", {}, "Priority ", priority)),
+      h("label", { title: option("priority").description }, "Priority ", priority)),
     list);
 }
 

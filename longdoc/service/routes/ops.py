@@ -1,5 +1,5 @@
 """Operations: liveness, readiness, Prometheus metrics, and what the
-service knows (``/v1/meta``: formats, job states, block kinds, engines)."""
+service knows (``/v1/meta``: formats, job states, block kinds, engines, job options)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from longdoc.export.formats import DEFAULT_FORMATS, FILE_NAMES, FORMATS, LABELS,
 from longdoc.jobs.states import TERMINAL, WITH_RESULTS, JobState
 from longdoc.model import BlockKind
 from longdoc.service.deps import ContainerDep, JobsDep
-from longdoc.service.schemas import Meta, MetaFormat, Readiness
+from longdoc.service.schemas import JobOptions, Meta, MetaFormat, Readiness
 
 router = APIRouter(tags=["operations"])
 
@@ -47,7 +47,8 @@ def meta(jobs: JobsDep) -> Meta:
     formats (name, label, file name, media type, written by default), job
     states (which are terminal, which have results), block kinds, the
     engines a job may name (``inference.engine`` first, then
-    ``service.tenant_engines``; never the others registered). The console builds
+    ``service.tenant_engines``; never the others registered), the JSON
+    schema of a job's options (their choices and bounds). The console builds
     its choices from it; no key needed (nothing here is a tenant's)."""
     return Meta(
         version=__version__,
@@ -56,4 +57,5 @@ def meta(jobs: JobsDep) -> Meta:
         states=[s.value for s in JobState], terminal_states=[s.value for s in JobState if s in TERMINAL],
         result_states=[s.value for s in JobState if s in WITH_RESULTS],
         block_kinds=[k.value for k in BlockKind], engines=list(jobs.offered_engines),
+        options=JobOptions.model_json_schema(),
     )
