@@ -3,13 +3,16 @@
 An engine is an object (it may hold a loaded model or a connection pool)
 with a name, a version and declared capabilities that the pipeline reads.
 It never touches storage, HTTP routes or the database, and imports only the
-document model and errors::
+document model, errors and the plan's plain records (a document's
+:class:`~longdoc.plan.groups.DocumentPlan`)::
 
     pipeline                              engine
     ────────                              ──────
     engine.group_cost(plan)  ──────────►  cost in the engine's unit (bytes | tokens),
                                           reserved in the workspace before the group starts
-    session = engine.open_session()
+    session = open_session(engine, document plan)
+                             ──────────►  engine.open_session(plan) when its capabilities
+                                          say ``session_plan``, else engine.open_session()
     session.recognize(group) ──────────►  one Page per owned page it was handed, in order
                              ◄──────────  (lines with boxes, or model blocks)
     session.cancel() / session.close()    frees what the session holds (requests in flight, KV)
@@ -40,6 +43,7 @@ from typing import Literal, Protocol, runtime_checkable
 import numpy as np
 
 from longdoc.model import ErrorInfo, Line, Page
+from longdoc.plan.groups import DocumentPlan
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,12 @@ class EngineCapabilities:
       groups of a document may start while earlier ones run, and on the
       fleet they spread over engine workers;
     - ``cost_unit``: the unit of :meth:`Engine.group_cost` and of its
-      workspace budget (``bytes`` or ``tokens``).
+      workspace budget (``bytes`` or ``tokens``);
+    - ``session_plan``: :meth:`Engine.open_session` is handed the
+      document's :class:`~longdoc.plan.groups.DocumentPlan` (its group
+      size, overlap and DPI, fixed when the job was accepted) and sizes the
+      session by it rather than by the engine's own settings (a KV cache
+      per document); other engines are called without it.
     """
 
     languages: tuple[str, ...]
@@ -65,6 +74,7 @@ class EngineCapabilities:
     groups_in_flight: int = 1
     sequential_groups: bool = False
     cost_unit: Literal["bytes", "tokens"] = "bytes"
+    session_plan: bool = False
 
     def __post_init__(self) -> None:
         if self.groups_in_flight < 1:
@@ -175,8 +185,11 @@ class Engine(Protocol):
         """Load models / start workers / check the server. Idempotent.
         Raises EngineUnavailable."""
 
-    def open_session(self) -> EngineSession:
-        """A session for one document (loads the engine if needed)."""
+    def open_session(self, plan: DocumentPlan | None = None) -> EngineSession:
+        """A session for one document (loads the engine if needed). ``plan``:
+        how the document is cut and rendered, handed only to engines whose
+        capabilities say ``session_plan`` (:func:`open_session`); None: the
+        engine's own settings'."""
 
     def group_cost(self, plan: GroupPlan) -> int:
         """What the group holds while in flight, in ``capabilities.cost_unit``."""
@@ -187,6 +200,14 @@ class Engine(Protocol):
 
     def close(self) -> None:
         """Release models, workers and connections. Idempotent."""
+
+
+def open_session(engine: Engine, plan: DocumentPlan) -> EngineSession:
+    """A session of ``engine`` for a document of ``plan``: the plan is
+    handed to an engine that sizes its sessions by it
+    (``capabilities.session_plan``); the others, engines written before
+    plans among them, are called without it."""
+    return engine.open_session(plan) if engine.capabilities.session_plan else engine.open_session()
 
 
 def engine_figures(engine: Engine) -> Mapping[str, float]:

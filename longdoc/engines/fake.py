@@ -10,6 +10,7 @@ than on timing::
     engine = FakeEngine(lambda image: [Line(text=f"page {image.page}", ...)])
     Pipeline(settings, engine_factory=lambda name: engine).parse(...)
     engine.plans          # every GroupPlan, in the order groups started
+    engine.session_plans  # the DocumentPlan each session was opened for (session_plan=True)
     engine.max_in_flight  # the most groups it ever ran at once
 
 A handler returns a :class:`~longdoc.model.Page` (used as is), a list of
@@ -28,6 +29,7 @@ from typing import Literal
 from longdoc.engines.base import EngineCapabilities, GroupPlan, PageGroup, PageImage
 from longdoc.errors import JobCancelled
 from longdoc.model import BBox, Block, Line, Page
+from longdoc.plan.groups import DocumentPlan
 
 Handler = Callable[[PageImage], Page | list[Line] | list[Block]]
 
@@ -45,6 +47,8 @@ class FakeEngine:
     groups_in_flight: int = 1
     sequential_groups: bool = True
     cost_unit: Literal["bytes", "tokens"] = "bytes"
+    #: declare ``session_plan``: sessions are opened with the document's plan
+    session_plan: bool = False
     cost_per_page: int = 1
     workspace_budget: int = 1_000_000
     #: seconds each page takes (lets tests hold groups in flight)
@@ -54,6 +58,7 @@ class FakeEngine:
     #: what happened, for assertions
     plans: list[GroupPlan] = field(default_factory=list)
     pages_seen: list[int] = field(default_factory=list)
+    session_plans: list[DocumentPlan | None] = field(default_factory=list)
     sessions_opened: int = 0
     sessions_closed: int = 0
     sessions_cancelled: int = 0
@@ -63,7 +68,7 @@ class FakeEngine:
         self.capabilities = EngineCapabilities(
             languages=("any",), output=self.output, needs_context=self.needs_context,
             groups_in_flight=self.groups_in_flight, sequential_groups=self.sequential_groups,
-            cost_unit=self.cost_unit,
+            cost_unit=self.cost_unit, session_plan=self.session_plan,
         )
         self._lock = threading.Lock()
         self._in_flight = 0
@@ -72,10 +77,11 @@ class FakeEngine:
     def load(self) -> None:
         self.loaded = True
 
-    def open_session(self) -> FakeSession:
+    def open_session(self, plan: DocumentPlan | None = None) -> FakeSession:
         self.load()
         with self._lock:
             self.sessions_opened += 1
+            self.session_plans.append(plan)
         return FakeSession(self)
 
     def group_cost(self, plan: GroupPlan) -> int:

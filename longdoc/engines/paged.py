@@ -27,6 +27,7 @@ import numpy as np
 from longdoc.engines.base import EngineCapabilities, GroupPlan, PageGroup, PageImage, RecognizedPage
 from longdoc.errors import JobCancelled
 from longdoc.model import Page, PageStatus
+from longdoc.plan.groups import DocumentPlan
 
 
 @runtime_checkable
@@ -68,7 +69,8 @@ class PagedEngine:
     def load(self) -> None:
         self.recognizer.load()
 
-    def open_session(self) -> PagedSession:
+    def open_session(self, plan: DocumentPlan | None = None) -> PagedSession:
+        """A session for one document; ``plan`` is not read (each group comes with its pages and DPI)."""
         self.load()
         return PagedSession(self.recognizer)
 

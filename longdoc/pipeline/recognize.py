@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from longdoc.engines.base import Engine, EngineSession, GroupPlan, PageGroup, PageImage
+from longdoc.engines.base import Engine, EngineSession, GroupPlan, PageGroup, PageImage, open_session
 from longdoc.errors import EngineFailed, LongdocError, ResourceLimit
 from longdoc.ingest.source import DocumentSource, TextLayerView
 from longdoc.ingest.textlayer import judge_text_layer
@@ -32,7 +32,7 @@ from longdoc.model import ErrorInfo, Page, PageStatus, TextSource
 from longdoc.pipeline.options import ParseOptions
 from longdoc.pipeline.regions import worth_analyzing
 from longdoc.pipeline.render import iter_page_images
-from longdoc.plan import Admission, FairTurns
+from longdoc.plan import Admission, DocumentPlan, FairTurns
 from longdoc.regions.detector import REGION_DPI
 
 TEXT_LAYER_ENGINE = "text_layer"
@@ -51,13 +51,15 @@ def failed_page(number: int, exc: LongdocError, size: tuple[float, float], reaso
 class EngineLane:
     """What the recognize stage needs of one engine for one document: the
     engine, its admission and turns (shared by all documents) and this
-    document's session (opened on first use, from any thread)."""
+    document's session (opened on first use, from any thread, for the
+    document's ``plan``)."""
 
     engine: Engine
     admission: Admission
     turns: FairTurns
     owner: str
     abort: threading.Event
+    plan: DocumentPlan
 
     def __post_init__(self) -> None:
         self._session: EngineSession | None = None
@@ -66,7 +68,7 @@ class EngineLane:
     def session(self) -> EngineSession:
         with self._lock:
             if self._session is None:
-                self._session = self.engine.open_session()
+                self._session = open_session(self.engine, self.plan)
             return self._session
 
     def cancel(self) -> None:

@@ -40,7 +40,7 @@ from longdoc.pipeline.labels import with_label
 from longdoc.pipeline.options import ParseOptions
 from longdoc.pipeline.recognize import TEXT_LAYER_ENGINE, EngineLane
 from longdoc.pipeline.review import with_review
-from longdoc.plan import Group, plan_groups
+from longdoc.plan import Group
 from longdoc.progress import NullProgress, Progress
 from longdoc.storage.checkpoint import folder_checkpoint
 
@@ -173,7 +173,7 @@ class Pipeline:
         version never discards its peers' pages. Raises input errors."""
         with open_sandboxed(path, self.settings.limits, name=name) as source:
             numbers = parse_page_range(options.pages, source.page_count)
-            groups = plan_groups(len(numbers), options.page_chunk_size, options.chunk_overlap)
+            groups = options.plan.groups(len(numbers))
             if begin:
                 checkpoint.begin(options.fingerprint(source.sha256, self._engine_version(options)))
             yield OpenDocument(source, numbers, groups, Path(path))
@@ -220,7 +220,7 @@ class Pipeline:
 
             def lane() -> EngineLane:
                 return EngineLane(self.host.engine(key), self.host.admission(key), self.host.turns(key), owner,
-                                  threading.Event())
+                                  threading.Event(), options.plan)
 
         regions = self.host.region_detector() if options.regions else None
         return DocumentRun(source, numbers, options, checkpoint, progress, control or (lambda: None), lane,

@@ -15,6 +15,7 @@ from longdoc.engines.fake import FakeSession
 from longdoc.errors import JobCancelled
 from longdoc.model import BBox, Block, BlockKind, DocumentStatus, Page, PageStatus
 from longdoc.pipeline import ParseOptions, Pipeline
+from longdoc.plan import DocumentPlan
 from longdoc.progress import RecordingProgress
 from tests.conftest import make_settings
 from tests.ingest.files import text_pdf
@@ -166,3 +167,15 @@ def test_a_page_the_engine_did_not_return_fails_instead_of_vanishing(doc, tmp_pa
     assert [p.number for p in pages] == list(range(1, 21))
     assert pages[5].status is PageStatus.FAILED and pages[5].error.code == "engine_failed"
     assert result.status is DocumentStatus.PARTIAL and result.failed_pages == [6]
+
+
+def test_an_engine_that_sizes_sessions_by_plan_is_handed_the_runs_plan_not_the_settings(doc, tmp_path):
+    """The run's options (a job's, fixed when it was accepted) plan the groups
+    (6 pages, 2 shared) and the session; the settings say 2 and 1. An
+    engine that does not ask for the plan is opened as engines always were."""
+    planned, unplanned = FakeEngine(session_plan=True, needs_context=True), FakeEngine(needs_context=True)
+    _parse(planned, doc, tmp_path / "planned", page_chunk_size=6, chunk_overlap=2)
+    _parse(unplanned, doc, tmp_path / "unplanned", page_chunk_size=6, chunk_overlap=2)
+    assert planned.session_plans == [DocumentPlan(page_chunk_size=6, chunk_overlap=2, dpi=72)]
+    assert [len(p.context) + len(p.owned) for p in planned.plans] == [6, 6, 6, 6, 4]
+    assert unplanned.session_plans == [None]

@@ -15,9 +15,11 @@ The attention window n is the checkpoint's ``sliding_window`` unless
 ``inference.native.window`` sets another (an experiment: warned of at load,
 and in every page's version). At load the KV workspace is sized: the
 configured ``kv_budget_mb``, or room for ``max_sequences`` peaks under the
-watermark; the log and ``/readyz`` (:meth:`NativeEngine.ready_details`) say
-how many sequences fit. A session is one document: at its first group it
-reserves the sequence's peak in the
+watermark (a sequence of ``inference.page_chunk_size`` pages); the log and
+``/readyz`` (:meth:`NativeEngine.ready_details`) say how many sequences fit.
+A session is one document, sized by the document's plan (its group size,
+fixed when the job was accepted, whatever this worker's settings say): at
+its first group it reserves that sequence's peak in the
 :class:`~longdoc.engines.native.kv_manager.KVWorkspaceManager` (waiting
 while the watermark is reached) and holds it until close or cancel. Groups must come in order (``sequential_groups``): the cache is
 carried from one to the next. Pages the model did not finish (cut at
@@ -46,6 +48,7 @@ from longdoc.engines.parsers import grounded_blocks
 from longdoc.errors import EngineFailed, EngineUnavailable, JobCancelled
 from longdoc.model import FALLBACK_PRODUCER, ErrorInfo, Page, PageFlag, PageStatus
 from longdoc.plan.admission import Reservation
+from longdoc.plan.groups import DocumentPlan
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +62,8 @@ class NativeEngine:
         self.config = settings.native
         self.capabilities = EngineCapabilities(
             languages=("any",), output="blocks", needs_context=True,
-            groups_in_flight=self.config.max_sequences, sequential_groups=True, cost_unit="bytes")
+            groups_in_flight=self.config.max_sequences, sequential_groups=True, cost_unit="bytes",
+            session_plan=True)
         #: the pipeline's admission of group images (``group_cost``), apart from the KV
         self.workspace_budget = self._image_budget()
         #: the KV workspace: sized at :meth:`load`, when the architecture is known
@@ -164,9 +168,12 @@ class NativeEngine:
             return torch.bfloat16 if device == "cuda" else torch.float32
         return getattr(torch, self.config.dtype)
 
-    def open_session(self) -> NativeSession:
+    def open_session(self, plan: DocumentPlan | None = None) -> NativeSession:
+        """A session whose cache holds groups of ``plan.page_chunk_size``
+        pages (None: of ``inference.page_chunk_size``)."""
         self.load()
-        return NativeSession(self)
+        return NativeSession(self, plan or DocumentPlan(self.settings.page_chunk_size, self.settings.chunk_overlap,
+                                                        self.settings.dpi))
 
     def group_cost(self, plan: GroupPlan) -> int:
         """The group's page images while they are encoded (the KV is reserved
@@ -207,14 +214,17 @@ class NativeEngine:
 
 
 class NativeSession:
-    """One document: its sequence, its KV reservation, its fallback session."""
+    """One document: its sequence (a cache for groups of the plan's
+    ``page_chunk_size`` pages), its KV reservation (that cache's peak),
+    its fallback session."""
 
-    def __init__(self, engine: NativeEngine) -> None:
+    def __init__(self, engine: NativeEngine, plan: DocumentPlan) -> None:
         assert engine.model is not None and engine.window is not None and engine.kv is not None
         self.engine = engine
         self.kv = engine.kv
+        self.plan = plan
         self.sequence = DocumentSequence(
-            engine.model, engine.window, engine.settings.page_chunk_size,
+            engine.model, engine.window, plan.page_chunk_size,
             engine.config.max_tokens_per_page, engine.config.rebase_positions,
             NGramGuard(engine.config.no_repeat_ngram_size, engine.config.no_repeat_ngram_window))
         self._ticket: Reservation | None = None

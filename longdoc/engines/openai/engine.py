@@ -72,6 +72,7 @@ from longdoc.engines.openai.profiles import PROMPT_TOKENS, SGLANG_NGRAM_PROCESSO
 from longdoc.engines.parsers import split_pages
 from longdoc.errors import EngineFailed, EngineUnavailable, JobCancelled
 from longdoc.model import FALLBACK_PRODUCER, ErrorInfo, Page, PageFlag, PageStatus
+from longdoc.plan.groups import DocumentPlan
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +165,8 @@ class OpenAIEngine:
                 finally:
                     client.close()
 
-    def open_session(self) -> OpenAISession:
+    def open_session(self, plan: DocumentPlan | None = None) -> OpenAISession:
+        """A session for one document; ``plan`` is not read (each group comes with its pages and DPI)."""
         self.load()
         return OpenAISession(self)
 
