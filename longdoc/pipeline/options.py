@@ -88,6 +88,7 @@ class ParseOptions(BaseModel):
         values ignored) win. A ``profile`` among them takes its own
         ``dpi`` and ``regions`` unless the settings set them explicitly.
         Raises InvalidOption naming each value that is not allowed."""
+        # [arg-type]: an override may be any value; with_profile validates it
         inf = settings.inference.with_profile(overrides.get("profile"))  # type: ignore[arg-type]
         values: dict[str, object] = {
             "profile": inf.profile,
