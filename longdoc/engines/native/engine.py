@@ -223,14 +223,19 @@ class NativeSession:
         self.engine = engine
         self.kv = engine.kv
         self.plan = plan
-        self.sequence = DocumentSequence(
-            engine.model, engine.window, plan.page_chunk_size,
-            engine.config.max_tokens_per_page, engine.config.rebase_positions,
-            NGramGuard(engine.config.no_repeat_ngram_size, engine.config.no_repeat_ngram_window))
+        self.sequence = self._new_sequence()
         self._ticket: Reservation | None = None
         self._cancel = threading.Event()
         self._fallback = engine.fallback.session()
         self._closed = False
+
+    def _new_sequence(self) -> DocumentSequence:
+        engine = self.engine
+        assert engine.model is not None and engine.window is not None
+        return DocumentSequence(
+            engine.model, engine.window, self.plan.page_chunk_size,
+            engine.config.max_tokens_per_page, engine.config.rebase_positions,
+            NGramGuard(engine.config.no_repeat_ngram_size, engine.config.no_repeat_ngram_window))
 
     def recognize(self, group: PageGroup) -> Iterator[Page]:
         if self._ticket is None:
@@ -248,8 +253,13 @@ class NativeSession:
             if image.page not in carried:
                 new.append((image.page, model.encode_page(image.image)))
         transcribe = [p for p in (*group.context, *group.owned) if p in shown and p not in carried]
-        with model.lock:
-            self.sequence.start_group(carried, new, transcribe)
+        try:
+            with model.lock:
+                self.sequence.start_group(carried, new, transcribe)
+        except Exception:  # half set up: the next group (the pipeline reads these pages one at a time) starts afresh
+            self.sequence.close()
+            self.sequence = self._new_sequence()
+            raise
         self.engine.scheduler.run(self.sequence, self._cancel)
         texts = {t.page: t for t in self.sequence.pages}
         unfinished = [p for p in group.owned if p in texts and (texts[p].cut or texts[p].missing)]

@@ -80,16 +80,20 @@ class Scheduler:
             self._step(batch)
 
     def _step(self, batch: list[_Entry]) -> None:
-        live = []
+        live, inputs = [], []
         for entry in batch:
             if entry.cancel.is_set():
                 self._finish(entry, JobCancelled("The document was cancelled while decoding."))
-            else:
-                live.append(entry)
+                continue
+            try:
+                inputs.append(entry.sequence.next_input())
+            except Exception as exc:  # noqa: BLE001 - a sequence that cannot step fails alone, the loop goes on
+                self._finish(entry, exc)
+                continue
+            live.append(entry)
         if not live:
             return
         seqs = [e.sequence for e in live]
-        inputs = [s.next_input() for s in seqs]
         try:
             with self.model.lock:
                 # [misc]: a live sequence has been prefilled, its kv is set
