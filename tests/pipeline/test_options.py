@@ -56,6 +56,8 @@ def test_the_settings_fill_what_a_run_leaves_unset_and_a_bad_value_is_an_invalid
         ParseOptions.from_settings(settings, dpi=10)
     with pytest.raises(InvalidOption, match="chunk_overlap"):
         ParseOptions.from_settings(settings, chunk_overlap=6)
+    with pytest.raises(InvalidOption, match="profile"):
+        ParseOptions.from_settings(settings, profile="fastest")
 
 
 def test_the_plan_makes_the_groups():
