@@ -88,9 +88,9 @@ class ParseOptions(BaseModel):
         values ignored) win. A ``profile`` among them takes its own
         ``dpi`` and ``regions`` unless the settings set them explicitly.
         Raises InvalidOption naming each value that is not allowed."""
-        # [arg-type]: an override may be any value; with_profile validates it
         if overrides.get("profile") is not None:
             check_option("profile", overrides["profile"])  # before the settings are made under it
+        # [arg-type]: an override may be any value; with_profile validates it
         inf = settings.inference.with_profile(overrides.get("profile"))  # type: ignore[arg-type]
         values: dict[str, object] = {
             "profile": inf.profile,
