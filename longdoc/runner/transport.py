@@ -1,5 +1,5 @@
 """The task transport: what carries ``(job_id, task name)`` from whoever
-queued a task (the API's dispatcher, a task step queueing the next one, the
+queued a task (the API's job service, a task step queueing the next one, the
 reconciler) to a process that runs it with :class:`~longdoc.runner.steps.TaskSteps`.
 
 The database is the source of truth (every task is a ``job_tasks`` row

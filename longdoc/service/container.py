@@ -1,11 +1,11 @@
 """Everything the API process runs on, built once at start-up and closed
-at shutdown: database, store, authentication, the job service, the
-dispatcher, metrics, the audit trail's writer and the readiness state. Routes reach it through
-:mod:`longdoc.service.deps`.
+at shutdown: database, store, authentication, the job service, the task
+transport, metrics, the audit trail's writer and the readiness state. Routes
+reach it through :mod:`longdoc.service.deps`.
 
 The API side never runs a page. Jobs run as tasks either way
 (:mod:`longdoc.runner.steps`), and the API only records a job and sends its
-first task (:class:`~longdoc.runner.dispatch.Dispatcher`). With
+first task (:meth:`~longdoc.service.jobs_service.JobService.submit`). With
 ``queue.backend: celery`` the broker carries it to ``longdoc worker``
 processes; with ``embedded`` this process is the fleet on one machine: it
 also holds a :class:`~longdoc.runner.runner.Runner` (pipeline, task
@@ -34,7 +34,6 @@ from longdoc.jobs.repo import EXPIRY_WARNING, JobRepo, KeyRepo
 from longdoc.jobs.states import JobState
 from longdoc.jobs.task_repo import QueueFigures, TaskRepo
 from longdoc.pipeline import ParseOptions
-from longdoc.runner.dispatch import Dispatcher
 from longdoc.runner.inprocess import InProcessTransport
 from longdoc.runner.lease import worker_id
 from longdoc.runner.metrics import Metrics
@@ -110,10 +109,9 @@ class Container:
 
             self.transport = CeleryTransport(make_app(settings))
             self.outbox = Outbox(sessions, record=lambda *a: None, worker_id=worker_id("api"))  # enqueue only
-        self.dispatcher = Dispatcher(self.tasks, self.transport.send)
         self.images = PageImages(settings, self.store, settings.service.work_dir)
-        self.service = JobService(settings, self.jobs, self.store, self.dispatcher, self.scratch, self.images,
-                                  on_finished=self.notify_finished)
+        self.service = JobService(settings, self.jobs, self.store, self.tasks, self.transport, self.scratch,
+                                  self.images, on_finished=self.notify_finished)
         self.readiness = Readiness(warmed_up=not self.embedded)
         self._loops: list[Loop] = []
         self._figures: tuple[float, dict[str, QueueFigures]] | None = None
@@ -141,7 +139,7 @@ class Container:
         no queued task starts, running tasks go back to the queue at their
         next group boundary."""
         self.readiness.shutting_down = True
-        self.dispatcher.stop_intake()
+        self.service.stop_intake()
         if self.runtime is not None:
             self.runtime.begin_stop()
 
@@ -151,7 +149,7 @@ class Container:
         ``service.shutdown_grace_seconds`` after the signal are handed back),
         close everything."""
         self.readiness.shutting_down = True
-        self.dispatcher.stop_intake()
+        self.service.stop_intake()
         if self.runtime is not None:
             self.runtime.stop()
         for loop in self._loops:

@@ -1,6 +1,16 @@
 """What the job routes do, without HTTP: accept, describe, stream, cancel,
 delete. Routes stay thin and call these methods; every failure a client can
-cause is a typed :class:`~longdoc.errors.LongdocError`."""
+cause is a typed :class:`~longdoc.errors.LongdocError`.
+
+Accepting a job is the API's whole part in running it, the same for both
+backends: the job's row and its first task's row are written (``whole`` on
+the ``short`` queue for a short document, ``ingest`` on ``cpu`` for a long
+one: :func:`~longdoc.jobs.task_repo.first_tasks`) and the task is handed to
+the process's :class:`~longdoc.runner.transport.TaskTransport`. Everything
+after that is the task steps' (:mod:`longdoc.runner.steps`). An accepted job
+is never refused later, and a transport that cannot take the task loses
+nothing: its row is queued and the reconciler sends it again.
+:meth:`JobService.stop_intake` makes the service refuse new jobs (503)."""
 
 from __future__ import annotations
 
@@ -18,6 +28,7 @@ from longdoc.config import Settings
 from longdoc.engines.registry import check_offered
 from longdoc.errors import (
     InvalidOption,
+    JobCancelled,
     JobExpired,
     JobFailed,
     JobNotFinished,
@@ -37,10 +48,11 @@ from longdoc.ingest.sandbox import open_sandboxed
 from longdoc.jobs.models import ApiKey, Job, JobPage
 from longdoc.jobs.repo import JobRepo, hash_options
 from longdoc.jobs.states import JobState
+from longdoc.jobs.task_repo import TaskRepo, first_tasks
 from longdoc.model import Page, PageFlag, needs_review
 from longdoc.pipeline import ParseOptions
 from longdoc.pipeline.options import problems
-from longdoc.runner.dispatch import Dispatcher
+from longdoc.runner.transport import TaskTransport
 from longdoc.service.page_images import PageImages
 from longdoc.service.schemas import JobOptions, JobPublic, PageList, PageSummary, job_public
 from longdoc.storage import keys
@@ -61,18 +73,21 @@ class Submitted:
 
 
 class JobService:
-    def __init__(self, settings: Settings, repo: JobRepo, store: ObjectStore, dispatcher: Dispatcher,
-                 scratch: ScratchDir, images: PageImages,
+    def __init__(self, settings: Settings, repo: JobRepo, store: ObjectStore, tasks: TaskRepo,
+                 transport: TaskTransport, scratch: ScratchDir, images: PageImages,
                  on_finished: Callable[[str], None] | None = None) -> None:
-        """``images`` renders page images (the page viewer).
+        """``transport`` carries a new job's first task (see the module
+        docstring); ``images`` renders page images (the page viewer).
         ``on_finished(job_id)`` is called when this service itself ends a
         job (a queued job cancelled before it ran); the task steps announce the rest."""
-        self.settings, self.repo, self.store, self.dispatcher = settings, repo, store, dispatcher
+        self.settings, self.repo, self.store = settings, repo, store
+        self.tasks, self.transport = tasks, transport
+        self._accepting = True
         self.scratch = scratch
         self.images = images
         self.on_finished = on_finished
-        #: admission (queue room, quota, dedupe, create, enqueue) is one step
-        self._admission = threading.Lock()
+        #: intake (queue room, quota, dedupe, create, enqueue) is one step
+        self._intake = threading.Lock()
 
     # -- submit --------------------------------------------------------------
 
@@ -97,7 +112,7 @@ class JobService:
         arrived (:mod:`longdoc.service.uploads`); it is opened only in a
         sandbox process (type, page count, encryption, limits), this
         process never parses it, and it is removed once the store has it
-        or it is refused. Admission is atomic: ``service.max_queued``
+        or it is refused. Intake is atomic: ``service.max_queued``
         and ``limits.tenant_storage_mb`` are exact bounds, and concurrent
         identical uploads make one job."""
         options = parse_options(options_json)
@@ -124,8 +139,8 @@ class JobService:
             self.store.put_file(keys.original_key(key.tenant, job_id), path)
         lane = "short" if len(selected) <= self.settings.service.short_doc_pages else "long"
         try:
-            with self._admission:
-                job, existing = self._admit(
+            with self._intake:
+                job, existing = self._accept(
                     id=job_id, tenant=key.tenant, api_key_id=key.id, filename=name,
                     media_type=media_type, size_bytes=size, sha256=sha256, options=opts,
                     options_hash=request_hash(opts, options.callback_url),
@@ -142,8 +157,8 @@ class JobService:
                                             "page_count": page_count, "lane": lane, "bytes": size})
         return Submitted(self.public(job), existing)
 
-    def _admit(self, **fields: Any) -> tuple[Job, bool]:
-        """Under the admission lock: the existing job for this request, or
+    def _accept(self, **fields: Any) -> tuple[Job, bool]:
+        """Under the intake lock: the existing job for this request, or
         a new one if the queue has room and the tenant's quota allows it."""
         found = self.repo.find_reusable(fields["tenant"], fields["idempotency_key"], fields["sha256"],
                                         fields["options_hash"])
@@ -152,8 +167,26 @@ class JobService:
         self._check_quota(fields["tenant"], fields["size_bytes"])
         job, reused = self.repo.create(**fields, max_queued=self.settings.service.max_queued)
         if reused is None:
-            self.dispatcher.submit(job.id, job.lane)
+            self._queue_first_task(job)
         return job, reused is not None
+
+    def _queue_first_task(self, job: Job) -> None:
+        """Write the new job's first task and send it (idempotent)."""
+        for name, queue in self.tasks.add(job.id, first_tasks(job.lane)):
+            try:
+                self.transport.send(job.id, name, queue, 0.0)
+            except Exception as exc:
+                log.warning("job accepted but not sent; the reconciler will send it",
+                            extra={"job_id": job.id, "error": type(exc).__name__})
+
+    @property
+    def accepting(self) -> bool:
+        """False once shutdown began: new jobs are refused (503)."""
+        return self._accepting
+
+    def stop_intake(self) -> None:
+        """Accept no more jobs; only sets a flag, so safe in a signal handler."""
+        self._accepting = False
 
     @property
     def offered_engines(self) -> tuple[str, ...]:
@@ -165,7 +198,7 @@ class JobService:
         """Raise ShuttingDown (503) or QueueFull (429) when a new job cannot
         be accepted now. A cheap early answer before an upload is opened;
         the exact bound is kept when the job row is created."""
-        if not self.dispatcher.accepting:
+        if not self._accepting:
             raise ShuttingDown("The server is shutting down and accepts no new jobs.")
         if self.repo.queued_count() >= self.settings.service.max_queued:
             raise QueueFull(f"The queue holds {self.settings.service.max_queued} jobs already.", retry_after=30)
@@ -294,7 +327,8 @@ class JobService:
             log.info("job cancel requested", extra={"job_id": job.id, "tenant": key.tenant})
             current = self.get(key, job_id)
             if was_queued and current.state == JobState.CANCELLED.value:
-                self.dispatcher.discard(current.id)  # it never ran: close its queued task
+                # it never ran: close its queued task, so no queue counts it and nothing starts it
+                self.tasks.fail_open(current.id, JobCancelled("The job was cancelled before it ran.").to_dict())
                 if self.on_finished is not None:
                     self.on_finished(current.id)  # and no task will announce it
             return self.public(current)
