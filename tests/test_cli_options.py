@@ -14,8 +14,8 @@ from tests.test_cli import run_cli
     ("--dpi", "10", "greater than or equal to 50"),
     ("--dpi", "601", "less than or equal to 600"),
     ("--chunk-size", "0", "greater than or equal to 1"),
-    ("--ocr", "sometimes", "'auto', 'force' or 'off'"),
-    ("--furniture", "hide", "'keep' or 'drop'"),
+    ("--ocr", "sometimes", "auto, force or off"),
+    ("--furniture", "hide", "keep or drop"),
 ])
 def test_a_flag_outside_its_options_bounds_is_a_usage_error(tmp_path, capsys, flag, value, allowed):
     missing = tmp_path / "not-read.pdf"  # never opened: the flag is refused first

@@ -146,7 +146,11 @@ def check_option(name: str, value: object, flag: str | None = None) -> None:
         kind: Any = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
         TypeAdapter(kind).validate_python(value)
     except ValidationError as exc:
-        raise InvalidOption(f"{flag or name}: {exc.errors()[0]['msg']}, not {value!r}.") from exc
+        error = exc.errors()[0]
+        message = error["msg"]
+        if error["type"] == "literal_error":  # "must be keep or drop", as the flag's help lists them
+            message = "must be " + str(error.get("ctx", {}).get("expected", "")).replace("'", "")
+        raise InvalidOption(f"{flag or name}: {message}, not {value!r}.") from exc
 
 
 def problems(exc: ValidationError) -> str:
