@@ -107,6 +107,7 @@ def standin_server(tmp_path_factory):
 #: Everything else keeps its order.
 SLOW_FILES = (   # seconds each took in a full run (3 workers on 2 cores), 2026-12-06 (test_restarts: 12-07)
     "tests/runner/test_fleet.py",                  # 189
+    "tests/runner/test_fleet_plans.py",            # 134 (12-08, AMD EPYC)
     "tests/service/test_restarts.py",              # 112
     "tests/engines/test_openai_standin.py",        # 81
     "tests/engines/test_backends.py",              # 70
@@ -152,7 +153,7 @@ SLOW_FILES = (   # seconds each took in a full run (3 workers on 2 cores), 2026-
 #: Everything else needs no model; in the fast tier a test that loads one
 #: anyway fails, naming this list.
 MODEL_FILES = (
-    "tests/client/", "tests/runner/",
+    "tests/client/", "tests/runner/test_fleet.py", "tests/runner/test_fleet_plans.py", "tests/runner/test_inprocess.py",
     "tests/service/test_console.py", "tests/service/test_durability.py", "tests/service/test_exports_api.py",
     "tests/service/test_hardening.py", "tests/service/test_job_flow.py", "tests/service/test_limits.py",
     "tests/service/test_native_engine.py", "tests/service/test_openai_engine.py",
