@@ -234,10 +234,8 @@ def _families(registry: Any) -> list[tuple[str, str, tuple[str, ...], str]]:
     for collector in list(registry._collector_to_names):  # every registered collector, in order
         if isinstance(collector, MetricWrapperBase):
             labels = tuple(collector._labelnames)
-        elif hasattr(collector, "label"):  # longdoc.runner.metrics._Mirror
-            labels = (collector.label,) if collector.label else ()
-        elif hasattr(collector, "labelnames"):  # longdoc.service.engine_metrics.EngineFigures
-            labels = tuple(collector.labelnames)
+        elif hasattr(collector, "labels"):  # longdoc.runner.metrics._Mirror
+            labels = tuple(collector.labels)
         else:
             labels = ()
         for family in collector.collect():

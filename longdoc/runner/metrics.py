@@ -8,6 +8,7 @@ through callbacks the service installs, so they are never stale.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -19,26 +20,27 @@ STAGE_BUCKETS = (0.001, 0.005, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 
 
 class _Mirror(Collector):
     """A gauge whose values come from a callback at scrape time: one per
-    value of ``label`` (``read`` returns a mapping), or a single value when
-    ``label`` is None (``read`` returns a number). A failing callback gives
-    the family no sample rather than failing the scrape."""
+    value of its ``labels`` (``read`` returns a mapping, keyed by the label's
+    value, or by a tuple of values for several labels), or a single value
+    with no labels (``read`` returns a number). A failing callback gives the
+    family no sample rather than failing the scrape."""
 
-    def __init__(self, name: str, doc: str, label: str | None,
-                 read: Callable[[], Mapping[str, float]] | Callable[[], float]):
-        self.name, self.doc, self.label, self.read = name, doc, label, read
+    def __init__(self, name: str, doc: str, labels: tuple[str, ...],
+                 read: Callable[[], Mapping[Any, float]] | Callable[[], float]):
+        self.name, self.doc, self.labels, self.read = name, doc, labels, read
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        family = GaugeMetricFamily(self.name, self.doc, labels=[self.label] if self.label else None)
+        family = GaugeMetricFamily(self.name, self.doc, labels=list(self.labels) or None)
         try:
-            values: Mapping[str, float] | float | None = self.read()
-        except Exception:  # a scrape must not fail because the DB blinked
-            values = {} if self.label else None
-        if self.label is None:
+            values: Mapping[Any, float] | float | None = self.read()
+        except Exception:  # a scrape must not fail because the DB (or an engine) blinked
+            values = {} if self.labels else None
+        if not self.labels:
             if values is not None:
                 family.add_metric([], float(values))  # type: ignore[arg-type]  # unlabelled: read gives a number
         else:
             for key, value in sorted(values.items()):  # type: ignore[union-attr]  # labelled: a mapping
-                family.add_metric([key], value)
+                family.add_metric(list(key) if isinstance(key, tuple) else [key], float(value))
         yield family
 
 
@@ -64,10 +66,12 @@ class Metrics:
         self.audit_dropped = Counter("longdoc_audit_records_dropped", "Audit records not written (the writer's "
                                      "queue full, or the database failing at shutdown)", registry=r)
 
-    def mirror(self, name: str, doc: str, label: str, read: Callable[[], Mapping[str, float]]) -> None:
-        """A gauge with one value per ``label`` value, read at scrape time."""
-        self.registry.register(_Mirror(name, doc, label, read))
+    def mirror(self, name: str, doc: str, label: str | tuple[str, ...],
+               read: Callable[[], Mapping[Any, float]]) -> None:
+        """A gauge with one value per ``label`` value (per tuple of values,
+        for several labels), read at scrape time."""
+        self.registry.register(_Mirror(name, doc, (label,) if isinstance(label, str) else label, read))
 
     def mirror_value(self, name: str, doc: str, read: Callable[[], float]) -> None:
         """A gauge without labels, read at scrape time."""
-        self.registry.register(_Mirror(name, doc, None, read))
+        self.registry.register(_Mirror(name, doc, (), read))

@@ -12,11 +12,7 @@ engines are.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
 from functools import partial
-
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
 
 from longdoc.pipeline.host import EngineHost
 from longdoc.runner.metrics import Metrics
@@ -29,30 +25,6 @@ NAMED_FIGURES = (
     ("longdoc_kv_sequences_waiting", "kv_sequences_waiting", "Sequences waiting for KV room (native engine)"),
     ("longdoc_model_requests_in_flight", "requests_in_flight", "Requests in flight to a model server, per engine"),
 )
-
-
-class EngineFigures(Collector):
-    """``longdoc_engine_figure``: one sample per engine and figure, from
-    ``read`` at scrape time (engine key → figure → value). A failing read
-    gives the family no sample rather than failing the scrape."""
-
-    name = "longdoc_engine_figure"
-    labelnames = ("engine", "figure")
-
-    def __init__(self, read: Callable[[], Mapping[str, Mapping[str, float]]]) -> None:
-        self.read = read
-
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        family = GaugeMetricFamily(self.name, "Live figures each engine exports (KV bytes reserved, requests in "
-                                   "flight, …), by engine and figure name", labels=list(self.labelnames))
-        try:
-            figures = self.read()
-        except Exception:  # a scrape must not fail because an engine did
-            figures = {}
-        for engine, values in sorted(figures.items()):
-            for figure, value in sorted(values.items()):
-                family.add_metric([engine, figure], float(value))
-        yield family
 
 
 def install_engine_metrics(metrics: Metrics, host: EngineHost, default: str) -> None:
@@ -71,9 +43,16 @@ def install_engine_metrics(metrics: Metrics, host: EngineHost, default: str) -> 
                    lambda: {n: float(a.in_flight) for n, a in admissions().items()})
     metrics.mirror("longdoc_engine_groups_waiting", "Page groups waiting for room under the watermark", "engine",
                    lambda: {n: float(a.waiting) for n, a in admissions().items()})
-    metrics.registry.register(EngineFigures(host.figures))
+    metrics.mirror("longdoc_engine_figure", "Live figures each engine exports (KV bytes reserved, requests in "
+                   "flight, …), by engine and figure name", ("engine", "figure"), partial(_all_figures, host))
     for name, figure, doc in NAMED_FIGURES:
         metrics.mirror(name, doc, "engine", partial(_one_figure, host, figure))
+
+
+def _all_figures(host: EngineHost) -> dict[tuple[str, str], float]:
+    """Every figure of every engine, by (engine key, figure)."""
+    return {(engine, figure): float(value) for engine, values in host.figures().items()
+            for figure, value in values.items()}
 
 
 def _one_figure(host: EngineHost, figure: str) -> dict[str, float]:
