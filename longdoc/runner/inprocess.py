@@ -213,10 +213,7 @@ class InProcessTransport:
     # -- the watchdog -----------------------------------------------------------------
 
     def _watch(self) -> None:
-        """Every :data:`POLL_S` seconds until stopped: :meth:`_look`."""
-        if self._stopping.is_set():
-            self._watchdog.begin_stop()
-            return
+        """Every :data:`POLL_S` seconds until :meth:`begin_stop`: :meth:`_look`."""
         try:
             self._lost = self._look(self._lost)
         except Exception as exc:  # the database blinked: look again next time
@@ -266,7 +263,6 @@ class _Pool:
         self._threads = [self._thread() for _ in range(size)]  # the working ones (never an abandoned one)
         self._busy: dict[threading.Thread, tuple[Lease, float]] = {}  # thread → its task, since (monotonic)
         self._abandoned: set[threading.Thread] = set()
-        self._released = False
         self._feeder = Loop(self._feed, POLL_S, f"longdoc-{name}-feeder", at_start=True)
 
     def _thread(self) -> threading.Thread:
@@ -326,10 +322,9 @@ class _Pool:
 
     def _feed(self) -> float | None:
         """Hand the next due task to a free thread: at once while there are
-        tasks and free threads; otherwise after :data:`POLL_S` or a wake."""
-        if self._stopping.is_set():
-            self._feeder.begin_stop()
-            return None
+        tasks and free threads; otherwise after :data:`POLL_S` or a wake.
+        :meth:`begin_stop` ends the loop between passes; a stop that comes
+        while this pass waits for a free thread takes nothing more."""
         if not self._free.acquire(timeout=POLL_S):
             return 0.0
         if self._stopping.is_set():
@@ -350,9 +345,6 @@ class _Pool:
     def _release_workers(self) -> None:
         """The feeder ended: each working thread exits once its task is done."""
         with self._lock:
-            if self._released:
-                return
-            self._released = True
             working = len(self._threads)
         for _ in range(working):
             self._handoff.put(None)

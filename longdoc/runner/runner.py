@@ -105,6 +105,7 @@ class Runner:
     def stop(self) -> None:
         """:meth:`begin_stop`, wait for the running tasks (the transport's
         shutdown grace), then stop the background loops."""
+        self.begin_stop()
         self.transport.stop()
         for loop in self._loops:
             loop.stop()

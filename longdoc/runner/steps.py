@@ -87,10 +87,9 @@ from longdoc.model import Page
 from longdoc.pipeline import ParseOptions, ParseResult, Pipeline
 from longdoc.pipeline.recognize import renders_wanted
 from longdoc.pipeline.run import TEXT_LAYER_VERSION, OpenDocument
-from longdoc.runner import starts
 from longdoc.runner.finisher import JobFinisher, JobProgress, PeakRss, fetch_original, job_options
 from longdoc.runner.lease import Heartbeat
-from longdoc.runner.starts import lanes_with_room
+from longdoc.runner.starts import RETRY_S, lanes_with_room
 from longdoc.storage import keys
 from longdoc.storage.base import ObjectStore
 from longdoc.storage.checkpoint import StoreCheckpoint
@@ -159,7 +158,7 @@ class TaskSteps:
             return True
         self.tasks.touch(job_id, name)
         try:
-            self.send(job_id, name, queue_for(job.lane, name), starts.RETRY_S)
+            self.send(job_id, name, queue_for(job.lane, name), RETRY_S)
         except BrokerUnavailable as exc:  # the task stays queued: the reconciler sends it again
             log.warning("job waits for room; not sent again", extra={"job_id": job_id, "error": exc.code})
         log.info("job waits for room", extra={"job_id": job_id, "lane": job.lane, "max_running_jobs": limit})
