@@ -26,9 +26,6 @@ from longdoc.errors import InvalidOption
 from longdoc.export.formats import DEFAULT_FORMATS, ExportFormat
 from longdoc.plan.groups import DocumentPlan
 
-#: the defaults live in the settings: options made without them read as a configured run does
-_INFERENCE = InferenceSettings()
-_EXPORT = ExportSettings()
 _BOUNDS = ("gt", "ge", "lt", "le", "min_length", "max_length")
 
 
